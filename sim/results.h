@@ -26,15 +26,22 @@ struct Table {
   const Column* find(const std::string& name) const;
 };
 
-// A curve: value against step, stored as two extendible chunked 1-D datasets
-// "<name>" and "<name>_step"... see docs/results_schema.md; step is attached as
-// a dimension scale so xarray can open the group.
+// A curve: value against step. Curve "G/N" is stored as the extendible,
+// chunked float64 dataset G/N, and its steps as an int64 dataset in group G
+// attached to G/N as a dimension scale, so xarray can open group G. Which step
+// dataset (docs/results_schema.md, "Curves"): `axis` if set; otherwise G/step
+// for the group's densest steps (most points; ties go to the curve first by
+// name), shared by every curve with exactly those steps, and G/N_step for a
+// curve measured at other steps. So "train/loss" and "train/lr", logged every
+// step, share train/step, and "train/val_loss" gets train/val_loss_step.
 struct Curve {
   std::vector<int64_t> step;
   std::vector<double> value;
+  std::string axis;  // the step dataset's name in G; empty: the rule above
 };
 
-// Provenance recorded at the root of every shard and results file.
+// Provenance recorded at the root of every shard and results file. An empty
+// hdf5_version is written as the version of the HDF5 library in use.
 struct Provenance {
   std::string git_commit, command_line, created_utc, torch_version, hdf5_version,
       cuda_version, cpu_model, gpu_model, host, zerolayer_version;
@@ -61,8 +68,21 @@ struct RunRecord {
 void write_shard(const std::string& path, const Provenance& prov, const RunRecord& run);
 
 // Reads the run stored in a shard (metrics, status, config, curves, tables).
+// Each curve's `axis` comes back as the name of the step dataset it was on.
 // Throws std::runtime_error naming the file if it is corrupt or not a zerolayer shard.
 RunRecord read_shard(const std::string& path);
+
+// Reads one run of a shard or merged results file by run_id (its /index row
+// with metrics as stored, NaN included, and its /runs/<run_id> group).
+// Throws naming the file and the run if it is not there.
+RunRecord read_run(const std::string& path, const std::string& run_id);
+
+// Reads the root provenance attributes of a shard or results file.
+Provenance read_provenance(const std::string& path);
+
+// The HDF5 library version this binary runs with, e.g. "1.10.8" (for
+// `zerolayer info` and Provenance::hdf5_version, without including hdf5.h).
+std::string hdf5_library_version();
 
 // Reads the /index of a shard or results file: one map per row; string columns
 // in `strings`, numeric columns in `numbers` (integers as double).

@@ -1,0 +1,21 @@
+// The shape of the shared decoder-only transformer (SPEC §1). Filled once from
+// the run config at the boundary; modules read these typed fields, never an
+// option by name.
+#pragma once
+#include <cstdint>
+
+namespace zl {
+
+struct ModelConfig {
+  int64_t vocab = 257;      // V: set from the tokenizer (257 for bytes + eos)
+  int64_t layers = 4;       // L: number of pre-norm blocks
+  int64_t heads = 4;        // H: attention heads; must divide dim
+  int64_t dim = 128;        // C: residual width
+  int64_t context = 128;    // T_max: learned positions, and the KV cache capacity
+  int64_t mlp_ratio = 4;    // MLP hidden width = mlp_ratio * dim
+  double dropout = 0.0;     // on attention output and MLP output (training only)
+
+  int64_t head_dim() const { return dim / heads; }  // D
+};
+
+}  // namespace zl

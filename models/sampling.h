@@ -1,0 +1,26 @@
+// The sampling step: temperature, top-k and top-p (nucleus) filtering, and a
+// draw. The draw uses uniforms from a CPU generator and the inverse CDF, so
+// that a seed gives the same tokens on CPU and CUDA.
+#pragma once
+#include <torch/torch.h>
+
+namespace zl {
+
+struct SamplingOptions {
+  double temperature = 1.0;  // 0 = greedy
+  int64_t top_k = 0;         // 0 = off
+  double top_p = 1.0;        // 1 = off
+};
+
+// logits [B,V] -> the filtered, renormalised distribution [B,V] (float32).
+torch::Tensor sampling_probs(const torch::Tensor& logits, const SamplingOptions& opt);
+
+// Draws one token per row of probs [B,V] -> [B] int64. Greedy when temperature is 0.
+torch::Tensor sample_next(const torch::Tensor& logits, const SamplingOptions& opt, at::Generator& gen);
+
+// Draws from given distributions probs [B,V] -> [B] int64.
+torch::Tensor draw(const torch::Tensor& probs, at::Generator& gen);
+
+at::Generator make_generator(uint64_t seed);
+
+}  // namespace zl

@@ -1,0 +1,93 @@
+#include "models/transformer.h"
+
+#include <cmath>
+#include <limits>
+
+namespace zl {
+
+TransformerImpl::TransformerImpl(const ModelConfig& c) : cfg(c) {
+  wte = register_module("wte", torch::nn::Embedding(c.vocab, c.dim));
+  wpe = register_module("wpe", torch::nn::Embedding(c.context, c.dim));
+  drop = register_module("drop", torch::nn::Dropout(c.dropout));
+  blocks = register_module("blocks", torch::nn::ModuleList());
+  for (int64_t l = 0; l < c.layers; ++l) blocks->push_back(Block(c));
+  ln_f = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.dim})));
+
+  // GPT-2 initialisation: N(0, 0.02), residual projections scaled down by
+  // sqrt(2 * layers) so the residual stream's variance does not grow with depth.
+  torch::NoGradGuard no_grad;
+  for (auto& p : named_parameters()) {
+    const auto& name = p.key();
+    if (p.value().dim() < 2) continue;  // LayerNorm weights and biases keep their defaults
+    double std = 0.02;
+    if (name.find("proj.weight") != std::string::npos) std /= std::sqrt(2.0 * c.layers);
+    p.value().normal_(0.0, std);
+  }
+}
+
+torch::Tensor TransformerImpl::head(const torch::Tensor& x) {
+  return torch::nn::functional::linear(ln_f(x), wte->weight);
+}
+
+torch::Tensor TransformerImpl::causal_bias(int64_t T, const torch::Tensor& like) {
+  if (!causal_bias_cache_.defined() || causal_bias_cache_.size(0) != T || causal_bias_cache_.device() != like.device()) {
+    auto upper = torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(like.device())).triu(1);
+    causal_bias_cache_ = torch::zeros({T, T}, torch::TensorOptions().device(like.device()))
+                             .masked_fill(upper, -std::numeric_limits<float>::infinity());
+  }
+  return causal_bias_cache_;
+}
+
+torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens) {
+  const int64_t T = tokens.size(1);
+  TORCH_CHECK(T <= cfg.context, "sequence of ", T, " tokens exceeds model.context ", cfg.context);
+  auto pos = torch::arange(T, tokens.options());
+  auto x = drop(wte(tokens) + wpe(pos));  // [B,T,C]
+  AttentionContext ctx;
+  ctx.bias = causal_bias(T, x);  // [T,T]
+  for (const auto& b : *blocks) x = b->as<Block>()->forward(x, ctx);
+  return head(x);
+}
+
+torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens, KVCache& cache) {
+  const int64_t B = tokens.size(0), T = tokens.size(1);
+  auto positions = cache.lengths.unsqueeze(1) + torch::arange(T, cache.lengths.options());  // [B,T]
+  int64_t span = positions.max().item<int64_t>() + 1;
+  TORCH_CHECK(span <= cache.capacity && span <= cfg.context, "KV cache overflow: ", span, " tokens, capacity ",
+              std::min(cache.capacity, cfg.context));
+  auto x = wte(tokens) + wpe(positions);  // [B,T,C]
+
+  // Key slot j is visible to the new token at position p iff j <= p: this
+  // hides both the future and any stale slots left by a rollback.
+  auto slots = torch::arange(span, positions.options());                                // [L]
+  auto visible = slots.view({1, 1, span}) <= positions.unsqueeze(2);                   // [B,T,L]
+  AttentionContext ctx;
+  ctx.positions = positions;
+  ctx.span = span;
+  ctx.bias = torch::zeros({B, 1, T, span}, x.options())
+                 .masked_fill(visible.logical_not().unsqueeze(1), -std::numeric_limits<float>::infinity());
+  for (size_t l = 0; l < blocks->size(); ++l) x = blocks[l]->as<Block>()->forward(x, ctx, &cache.layers[l]);
+  cache.lengths += T;
+  return head(x);
+}
+
+torch::Tensor TransformerImpl::loss(const torch::Tensor& tokens, const torch::Tensor& targets) {
+  auto logits = forward(tokens);
+  return torch::nn::functional::cross_entropy(logits.reshape({-1, cfg.vocab}).to(torch::kFloat), targets.reshape({-1}));
+}
+
+KVCache TransformerImpl::make_cache(int64_t batch, int64_t capacity) {
+  if (capacity <= 0) capacity = cfg.context;
+  return KVCache::allocate(cfg, batch, capacity, wte->weight.options());
+}
+
+int64_t TransformerImpl::parameter_count(bool include_embeddings) const {
+  int64_t n = 0;
+  for (const auto& p : named_parameters()) {
+    if (!include_embeddings && (p.key() == "wte.weight" || p.key() == "wpe.weight")) continue;
+    n += p.value().numel();
+  }
+  return n;
+}
+
+}  // namespace zl

@@ -1,0 +1,39 @@
+// The decoder-only transformer every variant shares (SPEC §1): token and
+// learned position embeddings, pre-norm blocks, final norm, and an LM head
+// tied to the token embedding (as GPT-2 does).
+#pragma once
+#include <torch/torch.h>
+
+#include "models/block.h"
+#include "models/kv_cache.h"
+
+namespace zl {
+
+struct TransformerImpl : torch::nn::Module {
+  explicit TransformerImpl(const ModelConfig& cfg);
+
+  // Training / scoring: tokens [B,T] -> logits [B,T,V], causal over T.
+  torch::Tensor forward(const torch::Tensor& tokens);
+  // Incremental: appends tokens [B,T] to each sequence of the cache (at its
+  // own length), advances the lengths, returns logits [B,T,V].
+  torch::Tensor forward(const torch::Tensor& tokens, KVCache& cache);
+  // Next-token loss (mean cross-entropy) of tokens [B,T] against targets [B,T].
+  torch::Tensor loss(const torch::Tensor& tokens, const torch::Tensor& targets);
+
+  KVCache make_cache(int64_t batch, int64_t capacity = 0);
+  int64_t parameter_count(bool include_embeddings = true) const;
+
+  ModelConfig cfg;
+  torch::nn::Embedding wte{nullptr}, wpe{nullptr};
+  torch::nn::Dropout drop{nullptr};
+  torch::nn::ModuleList blocks{nullptr};
+  torch::nn::LayerNorm ln_f{nullptr};
+
+ private:
+  torch::Tensor head(const torch::Tensor& x);  // [B,T,C] -> [B,T,V]
+  torch::Tensor causal_bias(int64_t T, const torch::Tensor& like);
+  torch::Tensor causal_bias_cache_;
+};
+TORCH_MODULE(Transformer);
+
+}  // namespace zl

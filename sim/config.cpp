@@ -1,0 +1,343 @@
+#include "sim/config.h"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <sstream>
+
+namespace zl {
+namespace {
+
+// ---- parsing one value ---------------------------------------------------
+
+int64_t parse_int(const std::string& s) {
+  size_t used = 0;
+  int64_t v = 0;
+  try {
+    v = std::stoll(s, &used);
+  } catch (const std::exception&) {
+    throw std::invalid_argument("expected an integer, got '" + s + "'");
+  }
+  if (used != s.size()) throw std::invalid_argument("expected an integer, got '" + s + "'");
+  return v;
+}
+
+double parse_float(const std::string& s) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &used);
+  } catch (const std::exception&) {
+    throw std::invalid_argument("expected a number, got '" + s + "'");
+  }
+  if (used != s.size() || !std::isfinite(v)) throw std::invalid_argument("expected a finite number, got '" + s + "'");
+  return v;
+}
+
+bool parse_bool(const std::string& s) {
+  if (s == "true" || s == "on" || s == "yes" || s == "1") return true;
+  if (s == "false" || s == "off" || s == "no" || s == "0") return false;
+  throw std::invalid_argument("expected true or false, got '" + s + "'");
+}
+
+std::string format_float(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.10g", v);
+  return buf;
+}
+
+// ---- checks --------------------------------------------------------------
+
+using IntCheck = std::function<void(int64_t)>;
+using FloatCheck = std::function<void(double)>;
+using StrCheck = std::function<void(const std::string&)>;
+
+IntCheck at_least(int64_t lo) {
+  return [lo](int64_t v) {
+    if (v < lo) throw std::invalid_argument("must be >= " + std::to_string(lo) + ", got " + std::to_string(v));
+  };
+}
+
+FloatCheck in_range(double lo, double hi, bool open_lo = false) {
+  return [=](double v) {
+    if (v < lo || v > hi || (open_lo && v == lo))
+      throw std::invalid_argument("must be in " + std::string(open_lo ? "(" : "[") + format_float(lo) + ", " +
+                                  format_float(hi) + "], got " + format_float(v));
+  };
+}
+
+StrCheck one_of(std::vector<std::string> allowed) {
+  return [allowed](const std::string& v) {
+    for (const auto& a : allowed)
+      if (v == a) return;
+    std::string list;
+    for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+    throw std::invalid_argument("must be one of {" + list + "}, got '" + v + "'");
+  };
+}
+
+// `fused.value_rank`: 0 (off), an integer rank, or a ratio in (0,1] of the head width.
+void check_rank(const std::string& v) {
+  double r = parse_float(v);
+  if (r < 0) throw std::invalid_argument("must be 0 (off), a rank >= 1 or a ratio in (0,1], got " + v);
+  if (r > 1 && std::floor(r) != r) throw std::invalid_argument("a rank above 1 must be an integer, got " + v);
+}
+
+// ---- registry builders -----------------------------------------------------
+
+template <class Section, class Field>
+KeySpec int_key(std::string name, Section RunConfig::*sec, Field Section::*field, KeyRole role, std::string help,
+                IntCheck check = at_least(std::numeric_limits<int64_t>::min())) {
+  return {name, "int", help, role,
+          [=](RunConfig& c, const std::string& t) {
+            int64_t v = parse_int(t);
+            check(v);
+            (c.*sec).*field = v;
+          },
+          [=](const RunConfig& c) { return std::to_string((c.*sec).*field); }};
+}
+
+template <class Section>
+KeySpec float_key(std::string name, Section RunConfig::*sec, double Section::*field, KeyRole role, std::string help,
+                  FloatCheck check = [](double) {}) {
+  return {name, "float", help, role,
+          [=](RunConfig& c, const std::string& t) {
+            double v = parse_float(t);
+            check(v);
+            (c.*sec).*field = v;
+          },
+          [=](const RunConfig& c) { return format_float((c.*sec).*field); }};
+}
+
+template <class Section>
+KeySpec str_key(std::string name, Section RunConfig::*sec, std::string Section::*field, KeyRole role, std::string help,
+                StrCheck check = [](const std::string&) {}) {
+  return {name, "string", help, role,
+          [=](RunConfig& c, const std::string& t) {
+            check(t);
+            (c.*sec).*field = t;
+          },
+          [=](const RunConfig& c) { return (c.*sec).*field; }};
+}
+
+template <class Section>
+KeySpec bool_key(std::string name, Section RunConfig::*sec, bool Section::*field, KeyRole role, std::string help) {
+  return {name, "bool", help, role, [=](RunConfig& c, const std::string& t) { (c.*sec).*field = parse_bool(t); },
+          [=](const RunConfig& c) { return std::string((c.*sec).*field ? "true" : "false"); }};
+}
+
+std::vector<KeySpec> build_registry() {
+  using R = RunConfig;
+  const auto T = KeyRole::Training, E = KeyRole::Evaluation, O = KeyRole::Output;
+  std::vector<KeySpec> k;
+  k.push_back({"variant", "string", "baseline | sfvl | sfcl | oet | fused", T,
+               [](R& c, const std::string& t) {
+                 one_of({"baseline", "sfvl", "sfcl", "oet", "fused"})(t);
+                 c.variant = t;
+               },
+               [](const R& c) { return c.variant; }});
+  k.push_back({"seed", "int", "seeds the data order, init and sampling", T,
+               [](R& c, const std::string& t) {
+                 int64_t v = parse_int(t);
+                 at_least(0)(v);
+                 c.seed = v;
+               },
+               [](const R& c) { return std::to_string(c.seed); }});
+
+  k.push_back(int_key("model.layers", &R::model, &ModelConfig::layers, T, "transformer blocks", at_least(1)));
+  k.push_back(int_key("model.heads", &R::model, &ModelConfig::heads, T, "attention heads (divide model.dim)", at_least(1)));
+  k.push_back(int_key("model.dim", &R::model, &ModelConfig::dim, T, "residual width", at_least(1)));
+  k.push_back(int_key("model.context", &R::model, &ModelConfig::context, T, "context length in tokens", at_least(8)));
+  k.push_back(int_key("model.mlp_ratio", &R::model, &ModelConfig::mlp_ratio, T, "MLP width / model.dim", at_least(1)));
+  k.push_back(float_key("model.dropout", &R::model, &ModelConfig::dropout, T, "dropout probability", in_range(0, 0.9)));
+
+  k.push_back(str_key("data.corpus", &R::data, &DataConfig::corpus, T, "contracts | brown | licenses",
+                      one_of({"contracts", "brown", "licenses"})));
+  k.push_back(str_key("data.tokenizer", &R::data, &DataConfig::tokenizer, T, "sentencepiece | byte",
+                      one_of({"sentencepiece", "byte"})));
+  k.push_back(int_key("data.vocab_size", &R::data, &DataConfig::vocab_size, T, "sentencepiece vocabulary size", at_least(64)));
+  k.push_back(float_key("data.val_fraction", &R::data, &DataConfig::val_fraction, T, "held-out share of documents",
+                        in_range(0, 0.5, true)));
+  k.push_back(int_key("data.documents", &R::data, &DataConfig::documents, T,
+                      "contracts generated (a cap for other corpora; 0 = all)", at_least(0)));
+  k.push_back(int_key("data.nesting", &R::data, &DataConfig::nesting, T, "contracts: deepest conditional nesting", at_least(0)));
+  k.push_back(int_key("data.facts", &R::data, &DataConfig::facts, T, "contracts: facts per contract", at_least(1)));
+  k.push_back(int_key("data.reference_distance", &R::data, &DataConfig::reference_distance, T,
+                      "contracts: clauses between a fact and its reference", at_least(1)));
+  k.push_back(str_key("data.eval_corpus", &R::data, &DataConfig::eval_corpus, E,
+                      "out-of-distribution corpus for evaluation (empty = none)", one_of({"", "contracts", "brown", "licenses"})));
+
+  k.push_back(int_key("train.steps", &R::train, &TrainConfig::steps, T, "optimizer steps", at_least(1)));
+  k.push_back(int_key("train.batch", &R::train, &TrainConfig::batch, T, "sequences per step", at_least(1)));
+  k.push_back(float_key("train.lr", &R::train, &TrainConfig::lr, T, "peak learning rate", in_range(0, 10, true)));
+  k.push_back(float_key("train.min_lr_ratio", &R::train, &TrainConfig::min_lr_ratio, T, "final lr / peak lr", in_range(0, 1)));
+  k.push_back(int_key("train.warmup", &R::train, &TrainConfig::warmup, T, "linear warm-up steps", at_least(0)));
+  k.push_back(float_key("train.weight_decay", &R::train, &TrainConfig::weight_decay, T, "AdamW decoupled decay", in_range(0, 10)));
+  k.push_back(float_key("train.beta1", &R::train, &TrainConfig::beta1, T, "AdamW beta1", in_range(0, 1)));
+  k.push_back(float_key("train.beta2", &R::train, &TrainConfig::beta2, T, "AdamW beta2", in_range(0, 1)));
+  k.push_back(float_key("train.grad_clip", &R::train, &TrainConfig::grad_clip, T, "global gradient norm clip (0 = off)",
+                        in_range(0, 1e9)));
+  // Threads and device change speed, not the trained weights' meaning; they
+  // are Output-role so a study can re-time a model without retraining it.
+  k.push_back(int_key("train.threads", &R::train, &TrainConfig::threads, O, "LibTorch threads (0 = all cores)", at_least(0)));
+  k.push_back(str_key("train.device", &R::train, &TrainConfig::device, T, "cpu | cuda", one_of({"cpu", "cuda"})));
+  k.push_back(str_key("train.precision", &R::train, &TrainConfig::precision, T, "fp32 | bf16 (autocast)",
+                      one_of({"fp32", "bf16"})));
+  k.push_back(int_key("train.eval_every", &R::train, &TrainConfig::eval_every, T, "validation period (steps)", at_least(1)));
+  k.push_back(int_key("train.eval_batches", &R::train, &TrainConfig::eval_batches, T, "batches per validation", at_least(1)));
+  k.push_back(int_key("train.checkpoint_every", &R::train, &TrainConfig::checkpoint_every, O, "checkpoint period (steps)",
+                      at_least(1)));
+
+  k.push_back(int_key("decode.max_new_tokens", &R::decode, &DecodeConfig::max_new_tokens, E, "tokens generated per prompt", at_least(1)));
+  k.push_back(float_key("decode.temperature", &R::decode, &DecodeConfig::temperature, E, "sampling temperature (0 = greedy)",
+                        in_range(0, 100)));
+  k.push_back(int_key("decode.top_k", &R::decode, &DecodeConfig::top_k, E, "top-k filter (0 = off)", at_least(0)));
+  k.push_back(float_key("decode.top_p", &R::decode, &DecodeConfig::top_p, E, "nucleus filter (1 = off)", in_range(0, 1, true)));
+  k.push_back(int_key("decode.batch", &R::decode, &DecodeConfig::batch, E, "sequences decoded together", at_least(1)));
+  k.push_back(int_key("decode.prompts", &R::decode, &DecodeConfig::prompts, E, "contract prompts judged", at_least(1)));
+  k.push_back(int_key("decode.repeats", &R::decode, &DecodeConfig::repeats, E, "timing repeats after warm-up", at_least(1)));
+
+  k.push_back(float_key("verify.threshold", &R::verify, &VerifyConfig::threshold, E, "re-sample below this confidence", in_range(0, 1)));
+  k.push_back(int_key("verify.window", &R::verify, &VerifyConfig::window, T, "tokens the verifier scores", at_least(2)));
+  k.push_back(str_key("verify.drop", &R::verify, &VerifyConfig::drop, E, "tokens dropped: 1 | 2 | random",
+                      one_of({"1", "2", "random"})));
+  k.push_back(float_key("verify.temp_bump", &R::verify, &VerifyConfig::temp_bump, E, "temperature added on re-sampling",
+                        in_range(0, 10)));
+  k.push_back(int_key("verify.max_retries", &R::verify, &VerifyConfig::max_retries, E, "re-samples per position", at_least(0)));
+  k.push_back(float_key("verify.params_ratio", &R::verify, &VerifyConfig::params_ratio, T, "verifier size / model size",
+                        in_range(0, 1, true)));
+
+  k.push_back(str_key("fused.key_weighting", &R::fused, &FusedConfig::key_weighting, T, "off | scale | bias",
+                      one_of({"off", "scale", "bias"})));
+  k.push_back(str_key("fused.importance", &R::fused, &FusedConfig::importance, T, "attn_mass | grad_norm | hidden_norm",
+                      one_of({"attn_mass", "grad_norm", "hidden_norm"})));
+  k.push_back(float_key("fused.alpha", &R::fused, &FusedConfig::alpha, T, "key weight decay rate", in_range(0, 10)));
+  k.push_back(str_key("fused.value_rank", &R::fused, &FusedConfig::value_rank, T,
+                      "0 = off, a rank (64), or a ratio of head width (0.5)", check_rank));
+  k.push_back(float_key("fused.ortho_weight", &R::fused, &FusedConfig::ortho_weight, T, "orthogonality loss weight",
+                        in_range(0, 100)));
+  k.push_back(bool_key("fused.gate", &R::fused, &FusedConfig::gate, T, "logits gate on/off"));
+
+  k.push_back(int_key("sfcl.hidden", &R::sfcl, &SfclConfig::hidden, T, "correction module hidden width", at_least(1)));
+
+  k.push_back(str_key("output.dir", &R::output, &OutputConfig::dir, O, "where shards, checkpoints and results go",
+                      [](const std::string& v) {
+                        if (v.empty()) throw std::invalid_argument("must not be empty");
+                      }));
+  k.push_back(int_key("output.verbosity", &R::output, &OutputConfig::verbosity, O, "0 quiet, 1 progress, 2 debug",
+                      at_least(0)));
+  return k;
+}
+
+}  // namespace
+
+std::string Origin::str(const std::string& key) const {
+  if (file.empty()) return key;
+  if (line > 0) return file + ":" + std::to_string(line) + ": " + key;
+  return file + ": " + key;
+}
+
+const std::vector<KeySpec>& config_keys() {
+  static const std::vector<KeySpec> keys = build_registry();
+  return keys;
+}
+
+const KeySpec* find_key(const std::string& name) {
+  for (const auto& k : config_keys())
+    if (k.name == name) return &k;
+  return nullptr;
+}
+
+void set_key(RunConfig& cfg, const std::string& name, const std::string& value, const Origin& where) {
+  const KeySpec* spec = find_key(name);
+  if (!spec) throw ConfigError(where.str(name) + ": unknown key");
+  try {
+    spec->set(cfg, value);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(where.str(name) + ": " + e.what());
+  }
+}
+
+void validate(const RunConfig& c, const std::map<std::string, Origin>& origins) {
+  auto fail = [&](const std::string& key, const std::string& why) {
+    auto it = origins.find(key);
+    throw ConfigError((it == origins.end() ? Origin{} : it->second).str(key) + ": " + why);
+  };
+  if (c.model.dim % c.model.heads != 0)
+    fail("model.heads", "model.heads (" + std::to_string(c.model.heads) + ") must divide model.dim (" +
+                            std::to_string(c.model.dim) + ")");
+  if (c.train.warmup > c.train.steps)
+    fail("train.warmup", "must not exceed train.steps (" + std::to_string(c.train.steps) + ")");
+  if (c.decode.max_new_tokens >= c.model.context)
+    fail("decode.max_new_tokens", "must be below model.context (" + std::to_string(c.model.context) +
+                                      ") so that a prompt fits beside the continuation");
+  if (c.verify.window > c.model.context) fail("verify.window", "must not exceed model.context");
+  if (c.data.tokenizer == "sentencepiece" && c.data.vocab_size > 32000)
+    fail("data.vocab_size", "must be at most 32000");
+  double rank = std::stod(c.fused.value_rank);
+  if (rank > static_cast<double>(c.model.head_dim()))
+    fail("fused.value_rank", "must not exceed the head width (" + std::to_string(c.model.head_dim()) + ")");
+}
+
+std::string to_ini(const RunConfig& cfg) {
+  std::ostringstream out;
+  std::string section;
+  for (const auto& k : config_keys()) {
+    auto dot = k.name.find('.');
+    std::string sec = dot == std::string::npos ? "" : k.name.substr(0, dot);
+    std::string key = dot == std::string::npos ? k.name : k.name.substr(dot + 1);
+    if (sec != section) {
+      out << "\n[" << sec << "]\n";
+      section = sec;
+    }
+    out << key << " = " << k.get(cfg) << "\n";
+  }
+  return out.str();
+}
+
+std::string hash_hex(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : text) {
+    h ^= ch;
+    h *= 1099511628211ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return std::string(buf, 12);
+}
+
+std::string trained_family(const std::string& variant) {
+  if (variant == "sfvl") return "baseline";
+  if (variant == "oet") return "sfcl";
+  return variant;
+}
+
+namespace {
+// A variant's own sections count toward its identity; another variant's do
+// not (a baseline run is the same run whatever fused.alpha says).
+// The verifier is trained apart from the language model, so verify.* keys
+// never enter train_id: baseline and sfvl share one checkpoint.
+bool relevant(const std::string& key, const std::string& variant, bool training_only) {
+  auto family = trained_family(variant);
+  if (key.rfind("verify.", 0) == 0) return variant == "sfvl" && !training_only;
+  if (key.rfind("fused.", 0) == 0) return family == "fused";
+  if (key.rfind("sfcl.", 0) == 0) return family == "sfcl";
+  return true;
+}
+
+std::string canonical(const RunConfig& cfg, bool training_only) {
+  std::string text;
+  for (const auto& k : config_keys()) {
+    if (k.role == KeyRole::Output || !relevant(k.name, cfg.variant, training_only)) continue;
+    if (training_only && k.role != KeyRole::Training) continue;
+    std::string value = (training_only && k.name == "variant") ? trained_family(cfg.variant) : k.get(cfg);
+    text += k.name + "=" + value + "\n";
+  }
+  return text;
+}
+}  // namespace
+
+std::string run_id(const RunConfig& cfg) { return hash_hex(canonical(cfg, false)); }
+std::string train_id(const RunConfig& cfg) { return hash_hex(canonical(cfg, true)); }
+
+}  // namespace zl

@@ -1,0 +1,147 @@
+// The typed run configuration (SPEC §6) and its one key registry. Every key
+// has a dotted name (`train.steps`), a type, a default declared below, a
+// check, and whether it affects training. The registry drives the INI parser,
+// the command-line options, the canonical text a run is hashed from, and the
+// error messages (which name the key, the file and the line).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "models/model_config.h"
+
+namespace zl {
+
+struct DataConfig {
+  std::string corpus = "contracts";     // contracts | brown | licenses
+  std::string tokenizer = "sentencepiece";  // sentencepiece | byte
+  int64_t vocab_size = 1024;            // sentencepiece vocabulary
+  double val_fraction = 0.1;            // share of documents held out
+  int64_t documents = 2000;             // contracts generated (or a cap for the others; 0 = all)
+  int64_t nesting = 3;                  // contracts: deepest conditional nesting
+  int64_t facts = 4;                    // contracts: facts stated per contract
+  int64_t reference_distance = 3;       // contracts: clauses between a fact and its reference
+  std::string eval_corpus = "";         // out-of-distribution corpus for evaluation ("" = none)
+};
+
+struct TrainConfig {
+  int64_t steps = 300;                  // optimizer steps
+  int64_t batch = 32;                   // sequences per step (each model.context tokens)
+  double lr = 3e-3;                     // peak learning rate
+  double min_lr_ratio = 0.1;            // cosine decays to lr * min_lr_ratio
+  int64_t warmup = 30;                  // linear warm-up steps
+  double weight_decay = 0.1;            // AdamW, on matrices only
+  double beta1 = 0.9, beta2 = 0.95;     // AdamW
+  double grad_clip = 1.0;               // global norm; 0 disables
+  int64_t threads = 0;                  // LibTorch intra-op threads; 0 = all cores
+  std::string device = "cpu";           // cpu | cuda
+  std::string precision = "fp32";       // fp32 | bf16 (autocast)
+  int64_t eval_every = 100;             // validation period in steps (and at the end)
+  int64_t eval_batches = 8;             // batches per validation
+  int64_t checkpoint_every = 100;       // checkpoint period in steps (and at the end)
+};
+
+struct DecodeConfig {
+  int64_t max_new_tokens = 48;
+  double temperature = 0.8;
+  int64_t top_k = 0;                    // 0 = off
+  double top_p = 1.0;                   // 1 = off
+  int64_t batch = 8;                    // sequences decoded together
+  int64_t prompts = 32;                 // contract prompts judged for violation_rate
+  int64_t repeats = 3;                  // timing repeats (after one warm-up pass)
+};
+
+// sfvl (seed 002 §2.1): read by the verification layer.
+struct VerifyConfig {
+  double threshold = 0.82;              // re-sample below this confidence
+  int64_t window = 5;                   // tokens the verifier sees
+  std::string drop = "1";               // 1 | 2 | random (1 or 2)
+  double temp_bump = 0.3;               // added to temperature on re-sampling
+  int64_t max_retries = 3;
+  double params_ratio = 0.05;           // verifier size / main model size
+};
+
+// fused (seed 002 §2.1): the claimed replacement.
+struct FusedConfig {
+  std::string key_weighting = "off";    // off | scale | bias
+  std::string importance = "attn_mass"; // attn_mass | grad_norm | hidden_norm
+  double alpha = 0.05;
+  std::string value_rank = "0";         // 0 = off; an integer rank (64) or a ratio of head width (0.5)
+  double ortho_weight = 0.01;
+  bool gate = false;
+};
+
+// sfcl (seed 000 §2.1): the in-layer correction loop.
+struct SfclConfig {
+  int64_t hidden = 16;                  // correction module hidden width
+};
+
+struct OutputConfig {
+  std::string dir = "results";          // shards, checkpoints and results.h5 go here
+  int64_t verbosity = 1;                // 0 quiet, 1 progress, 2 debug
+};
+
+struct RunConfig {
+  std::string variant = "baseline";     // baseline | sfvl | sfcl | oet | fused
+  int64_t seed = 1;                     // data order, init and sampling
+  ModelConfig model;
+  DataConfig data;
+  TrainConfig train;
+  DecodeConfig decode;
+  VerifyConfig verify;
+  FusedConfig fused;
+  SfclConfig sfcl;
+  OutputConfig output;
+};
+
+// Where a key's value came from, for error messages.
+struct Origin {
+  std::string file;   // "" = default, "command line" for overrides
+  int line = 0;
+  std::string str(const std::string& key) const;  // "ablations/quick.ini:12: train.steps"
+};
+
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class KeyRole { Training, Evaluation, Output };
+
+struct KeySpec {
+  std::string name;    // dotted: "train.steps"
+  std::string type;    // int | float | string | bool
+  std::string help;
+  KeyRole role;
+  // Parses `text` into the field; throws std::invalid_argument with the reason.
+  std::function<void(RunConfig&, const std::string& text)> set;
+  std::function<std::string(const RunConfig&)> get;  // canonical text
+};
+
+const std::vector<KeySpec>& config_keys();
+const KeySpec* find_key(const std::string& name);
+
+// Sets one key, or throws ConfigError naming the key and its origin.
+void set_key(RunConfig& cfg, const std::string& name, const std::string& value, const Origin& where);
+
+// Cross-key checks (heads divide dim, ...); `origins` locates each key set.
+void validate(const RunConfig& cfg, const std::map<std::string, Origin>& origins);
+
+// The resolved config as INI text, every key, in registry order.
+std::string to_ini(const RunConfig& cfg);
+
+// Identity: a hash of the keys that are not output settings (run_id), and of
+// only the keys that shape the trained model (train_id).
+std::string run_id(const RunConfig& cfg);
+std::string train_id(const RunConfig& cfg);
+
+// The model family a variant trains: baseline and sfvl share the language
+// model; oet starts from a trained sfcl model (SPEC §1).
+std::string trained_family(const std::string& variant);
+
+std::string hash_hex(const std::string& text);  // FNV-1a 64, 12 hex digits
+
+}  // namespace zl

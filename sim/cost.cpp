@@ -1,0 +1,24 @@
+#include "sim/cost.h"
+
+namespace zl {
+
+std::map<std::string, double> flops_per_token(const ModelConfig& c, int64_t context) {
+  const double C = c.dim, L = c.layers, V = c.vocab, T = context, F = c.mlp_ratio * c.dim;
+  std::map<std::string, double> f;
+  f["embedding"] = C;                                   // the position add; the lookup is a gather
+  f["attention"] = L * (2 * C * 3 * C                   // q, k, v projections
+                        + 2 * T * C                     // q·kᵀ over T keys
+                        + 2 * T * C                     // weights · v
+                        + 2 * C * C);                   // output projection
+  f["mlp"] = L * (2 * C * F * 2);                       // up and down projections
+  f["lm_head"] = 2 * C * V;
+  return f;
+}
+
+double total_flops(const std::map<std::string, double>& per_module) {
+  double t = 0;
+  for (const auto& [k, v] : per_module) t += v;
+  return t;
+}
+
+}  // namespace zl

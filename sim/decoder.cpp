@@ -1,0 +1,145 @@
+#include "sim/decoder.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace zl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+struct Batch {
+  std::vector<std::vector<int32_t>> seqs;  // prompt + kept tokens
+  std::vector<size_t> prompt_len;
+  std::vector<bool> active;
+  std::vector<std::vector<Clock::time_point>> token_times;
+};
+
+// Right-padded prefill: every prompt is written at positions 0..len-1; the
+// pad slots past a sequence's length are never visible (causal) and are
+// overwritten by its next tokens. Returns each sequence's last-token logits.
+torch::Tensor prefill(Transformer& model, KVCache& cache, const Batch& b, const torch::Device& dev) {
+  const int64_t B = b.seqs.size();
+  int64_t T = 0;
+  for (const auto& s : b.seqs) T = std::max<int64_t>(T, s.size());
+  auto tokens = torch::zeros({B, T}, torch::kLong);
+  auto acc = tokens.accessor<int64_t, 2>();
+  std::vector<int64_t> lens(B);
+  for (int64_t i = 0; i < B; ++i) {
+    for (size_t j = 0; j < b.seqs[i].size(); ++j) acc[i][j] = b.seqs[i][j];
+    lens[i] = b.seqs[i].size();
+  }
+  auto logits = model->forward(tokens.to(dev), cache);  // [B,T,V]
+  auto len_t = torch::tensor(lens, torch::kLong).to(dev);
+  cache.lengths.copy_(len_t);
+  return logits.index({torch::arange(B, len_t.options()), len_t - 1});  // [B,V]
+}
+
+}  // namespace
+
+DecodeOutput decode(Transformer& model, const std::vector<std::vector<int32_t>>& prompts, const DecodeOptions& opt,
+                    at::Generator& gen, DecodeHook* hook) {
+  torch::NoGradGuard no_grad;
+  model->eval();
+  const auto dev = model->wte->weight.device();
+  const int64_t max_prompt = model->cfg.context - opt.max_new_tokens;
+  DecodeOutput out;
+  out.continuations.resize(prompts.size());
+  out.timings.resize(prompts.size());
+  const auto start_all = Clock::now();
+
+  for (size_t first = 0; first < prompts.size(); first += opt.batch) {
+    const size_t B = std::min<size_t>(opt.batch, prompts.size() - first);
+    Batch b;
+    for (size_t i = 0; i < B; ++i) {
+      const auto& p = prompts[first + i];
+      size_t keep = std::min<size_t>(p.size(), std::max<int64_t>(1, max_prompt));
+      b.seqs.emplace_back(p.end() - keep, p.end());
+      b.prompt_len.push_back(keep);
+    }
+    b.active.assign(B, true);
+    b.token_times.resize(B);
+    if (hook) hook->begin_batch(B);
+
+    auto cache = model->make_cache(B);
+    out.kv_bytes_per_token = cache.bytes_per_token();
+    const auto start = Clock::now();
+    auto logits = prefill(model, cache, b, dev);  // [B,V]
+    std::vector<double> temperature(B, opt.sampling.temperature);
+
+    int64_t steps = 0;
+    while (steps < opt.max_new_tokens * 16) {  // a bound even for a hook that never accepts
+      ++steps;
+      // One sampling call per distinct temperature (re-sampled rows differ).
+      auto next = sample_next(logits, opt.sampling, gen);  // [B]
+      for (size_t i = 0; i < B; ++i) {
+        if (temperature[i] == opt.sampling.temperature) continue;
+        SamplingOptions hot = opt.sampling;
+        hot.temperature = temperature[i];
+        next[i] = sample_next(logits.narrow(0, i, 1), hot, gen)[0];
+      }
+      auto ids = next.to(torch::kCPU).contiguous();
+      const int64_t* id = ids.data_ptr<int64_t>();
+      auto now = Clock::now();
+      for (size_t i = 0; i < B; ++i) {
+        if (!b.active[i]) continue;
+        b.seqs[i].push_back(static_cast<int32_t>(id[i]));
+        b.token_times[i].push_back(now);
+      }
+
+      std::vector<int64_t> drop(B, 0);
+      if (hook) {
+        auto verdict = hook->review(b.seqs, b.active);
+        drop = verdict.drop;
+        temperature = verdict.temperature;
+      }
+      for (size_t i = 0; i < B; ++i) {
+        if (!b.active[i]) continue;
+        if (drop[i] > 0) {
+          int64_t produced = b.seqs[i].size() - b.prompt_len[i];
+          int64_t d = std::min(drop[i], produced);
+          b.seqs[i].resize(b.seqs[i].size() - d);
+          b.token_times[i].resize(b.token_times[i].size() - d);
+          // The cache holds every token but the newest; keep all that remain
+          // except the last one, which is fed again below.
+          cache.truncate(i, static_cast<int64_t>(b.seqs[i].size()) - 1);
+          continue;
+        }
+        temperature[i] = opt.sampling.temperature;
+        int64_t produced = b.seqs[i].size() - b.prompt_len[i];
+        if (b.seqs[i].back() == opt.eos_id || produced >= opt.max_new_tokens) b.active[i] = false;
+      }
+      if (std::none_of(b.active.begin(), b.active.end(), [](bool a) { return a; })) break;
+
+      // Feed each sequence's newest token (finished ones feed a dummy that is
+      // never read: their output is frozen).
+      std::vector<int64_t> newest(B);
+      for (size_t i = 0; i < B; ++i) newest[i] = b.seqs[i].back();
+      auto feed = torch::tensor(newest, torch::kLong).view({static_cast<int64_t>(B), 1});
+      logits = model->forward(feed.to(dev), cache).select(1, 0);  // [B,V]
+    }
+
+    for (size_t i = 0; i < B; ++i) {
+      auto& cont = out.continuations[first + i];
+      cont.assign(b.seqs[i].begin() + b.prompt_len[i], b.seqs[i].end());
+      if (!cont.empty() && cont.back() == opt.eos_id) cont.pop_back();
+      out.kept_tokens += cont.size();
+      RequestTiming& t = out.timings[first + i];
+      const auto& times = b.token_times[i];
+      t.tokens = times.size();
+      if (times.empty()) continue;
+      t.ttft_ms = ms_between(start, times.front());
+      t.e2e_ms = ms_between(start, times.back());
+      t.tpot_ms = times.size() > 1 ? (t.e2e_ms - t.ttft_ms) / (times.size() - 1) : 0.0;
+      for (size_t j = 1; j < times.size(); ++j) t.itl_ms.push_back(ms_between(times[j - 1], times[j]));
+    }
+  }
+  out.seconds = std::chrono::duration<double>(Clock::now() - start_all).count();
+  return out;
+}
+
+}  // namespace zl

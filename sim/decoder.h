@@ -1,0 +1,58 @@
+// model → decoder: batched sampling with the KV cache, per-token timing, and
+// the hook where a verification policy sits (variant sfvl: it reviews each
+// new token and may send sequences back to re-sample).
+#pragma once
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "models/sampling.h"
+#include "models/transformer.h"
+
+namespace zl {
+
+struct DecodeOptions {
+  SamplingOptions sampling;
+  int64_t max_new_tokens = 48;
+  int64_t batch = 8;
+  int32_t eos_id = -1;  // a sequence that samples eos stops (its later tokens are dropped)
+};
+
+// The verification seam. After every decode step the decoder shows the hook
+// each sequence (prompt + kept tokens, the newest last); the hook answers,
+// per sequence, how many of the newest tokens to drop (0 keeps them) and the
+// temperature to re-sample them at. The decoder rolls the KV cache back and
+// re-samples. The hook owns its budget (max retries) and its event log.
+struct DecodeHook {
+  struct Verdict {
+    std::vector<int64_t> drop;         // per sequence
+    std::vector<double> temperature;   // per sequence, used when drop > 0
+  };
+  virtual ~DecodeHook() = default;
+  virtual void begin_batch(int64_t batch) = 0;
+  virtual Verdict review(const std::vector<std::vector<int32_t>>& sequences, const std::vector<bool>& active) = 0;
+};
+
+// Timing of one request (sequence), vLLM's definitions (SPEC §5):
+// TTFT = first token time − start; TPOT = (e2e − TTFT)/(N − 1); ITL = gaps.
+struct RequestTiming {
+  double ttft_ms = 0, tpot_ms = 0, e2e_ms = 0;
+  int64_t tokens = 0;
+  std::vector<double> itl_ms;
+};
+
+struct DecodeOutput {
+  std::vector<std::vector<int32_t>> continuations;  // per prompt, eos excluded
+  std::vector<RequestTiming> timings;               // per prompt
+  double seconds = 0;                               // wall time of the whole decode
+  int64_t kept_tokens = 0;                          // tokens in continuations
+  int64_t kv_bytes_per_token = 0;
+};
+
+// Decodes every prompt (in batches of opt.batch), sampling with `gen`.
+// Prompts longer than model.context − max_new_tokens keep their last tokens.
+DecodeOutput decode(Transformer& model, const std::vector<std::vector<int32_t>>& prompts, const DecodeOptions& opt,
+                    at::Generator& gen, DecodeHook* hook = nullptr);
+
+}  // namespace zl

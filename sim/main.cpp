@@ -1,0 +1,219 @@
+// The zerolayer command line: train | ablate | merge | claims | generate | info.
+#include <boost/program_options.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "datasets/tokenizer.h"
+#include "models/factory.h"
+#include "sim/checkpoint.h"
+#include "sim/config.h"
+#include "sim/decoder.h"
+#include "sim/provenance.h"
+#include "sim/results.h"
+#include "sim/runtime.h"
+#include "sim/study.h"
+
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+using namespace zl;
+
+namespace {
+
+const char* kUsage =
+    "zerolayer: train and ablate small transformers with and without a semantic verification layer.\n\n"
+    "usage: zerolayer COMMAND [options]\n\n"
+    "commands:\n"
+    "  train CONFIG      one run of CONFIG (its grid is not expanded); results under output.dir\n"
+    "  ablate CONFIG     every run of CONFIG's grid; resumes, skipping complete runs\n"
+    "  merge DIR         join DIR/runs/*.h5 into DIR/results.h5\n"
+    "  claims RESULTS    the claims table (not built yet)\n"
+    "  generate CKPT     sample from a checkpoint directory: --prompt TEXT\n"
+    "  info              build, library versions, BLAS, threads, devices\n\n"
+    "Run 'zerolayer COMMAND --help' for a command's options. Every config key is\n"
+    "also an option with its dotted name, e.g. --train.steps 200.\n";
+
+std::string join_args(int argc, char** argv) {
+  std::string s;
+  for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
+  return s;
+}
+
+// Every config key as a --dotted.name option.
+po::options_description key_options() {
+  po::options_description keys("config keys (override the file)");
+  for (const auto& k : config_keys())
+    keys.add_options()(k.name.c_str(), po::value<std::string>()->value_name(k.type), k.help.c_str());
+  return keys;
+}
+
+Overrides overrides_from(const po::variables_map& vm) {
+  Overrides o;
+  for (const auto& k : config_keys())
+    if (vm.count(k.name)) o.emplace_back(k.name, vm[k.name].as<std::string>());
+  return o;
+}
+
+po::variables_map parse(int argc, char** argv, const po::options_description& visible,
+                        const po::positional_options_description& pos) {
+  po::variables_map vm;
+  po::store(po::command_line_parser(argc, argv).options(visible).positional(pos).run(), vm);
+  po::notify(vm);
+  return vm;
+}
+
+int cmd_study(const std::string& cmd, int argc, char** argv, const std::string& command_line) {
+  po::options_description opts(cmd == "train" ? "zerolayer train CONFIG [options]" : "zerolayer ablate CONFIG [options]");
+  opts.add_options()("help,h", "this help")("config", po::value<std::string>(), "study file (INI)");
+  if (cmd == "ablate")
+    opts.add_options()("shard", po::value<std::string>(), "i/n: run only slice i of n (then `zerolayer merge`)")(
+        "dry-run", "list the runs and which are complete");
+  opts.add(key_options());
+  po::positional_options_description pos;
+  pos.add("config", 1);
+  auto vm = parse(argc, argv, opts, pos);
+  if (vm.count("help")) {
+    std::cout << opts << "\n";
+    return 0;
+  }
+  if (!vm.count("config")) throw std::runtime_error(cmd + ": missing CONFIG (a study file such as ablations/quick.ini)");
+  Study study = load_study(vm["config"].as<std::string>(), overrides_from(vm));
+  StudyOptions so;
+  so.command_line = command_line;
+  if (cmd == "train") study.axes.clear();  // one run: the base config
+  if (vm.count("dry-run")) so.dry_run = true;
+  if (vm.count("shard")) {
+    const std::string s = vm["shard"].as<std::string>();
+    if (std::sscanf(s.c_str(), "%d/%d", &so.shard_index, &so.shard_count) != 2 || so.shard_count < 1 ||
+        so.shard_index < 0 || so.shard_index >= so.shard_count)
+      throw std::runtime_error("--shard: expected i/n with 0 <= i < n, got '" + s + "'");
+  }
+  return run_study(study, so);
+}
+
+int cmd_merge(int argc, char** argv, const std::string& command_line) {
+  po::options_description opts("zerolayer merge DIR [options]");
+  opts.add_options()("help,h", "this help")("dir", po::value<std::string>(), "a study's output.dir (holding runs/)")(
+      "output,o", po::value<std::string>(), "results file (default DIR/results.h5)");
+  po::positional_options_description pos;
+  pos.add("dir", 1);
+  auto vm = parse(argc, argv, opts, pos);
+  if (vm.count("help") || !vm.count("dir")) {
+    std::cout << opts << "\n";
+    return vm.count("help") ? 0 : 2;
+  }
+  const std::string dir = vm["dir"].as<std::string>();
+  const std::string out = vm.count("output") ? vm["output"].as<std::string>() : (fs::path(dir) / "results.h5").string();
+  size_t n = merge_shards(dir, out, collect_provenance(command_line, hardware_threads()));
+  print_summary(out);
+  std::printf("merged %zu runs into %s\n", n, out.c_str());
+  return 0;
+}
+
+void write_logits(Transformer& model, const std::vector<int32_t>& prompt, const std::string& path) {
+  torch::NoGradGuard no_grad;
+  model->eval();
+  auto ids = torch::tensor(std::vector<int64_t>(prompt.begin(), prompt.end()), torch::kLong).unsqueeze(0);
+  auto logits = model->forward(ids)[0].to(torch::kFloat).contiguous();  // [T,V]
+  std::ofstream out(path, std::ios::binary);
+  int64_t dims[2] = {logits.size(0), logits.size(1)};
+  out.write(reinterpret_cast<const char*>(dims), sizeof dims);
+  out.write(reinterpret_cast<const char*>(logits.data_ptr<float>()), logits.numel() * sizeof(float));
+  if (!out) throw std::runtime_error(path + ": cannot write logits");
+}
+
+int cmd_generate(int argc, char** argv) {
+  po::options_description opts("zerolayer generate CHECKPOINT --prompt TEXT [options]");
+  opts.add_options()("help,h", "this help")("checkpoint", po::value<std::string>(), "checkpoint directory")(
+      "prompt", po::value<std::string>()->default_value(""), "text to continue")(
+      "max-new-tokens", po::value<int64_t>()->default_value(64), "tokens to generate")(
+      "temperature", po::value<double>()->default_value(0.8), "sampling temperature (0 = greedy)")(
+      "top-k", po::value<int64_t>()->default_value(0), "top-k (0 = off)")(
+      "top-p", po::value<double>()->default_value(1.0), "top-p (1 = off)")(
+      "seed", po::value<int64_t>()->default_value(1), "sampling seed")(
+      "logits-out", po::value<std::string>(), "also write the prompt's full-forward logits here (float32 [T,V] after "
+                                              "two int64 dims; for parity checks against the Python twin)");
+  po::positional_options_description pos;
+  pos.add("checkpoint", 1);
+  auto vm = parse(argc, argv, opts, pos);
+  if (vm.count("help") || !vm.count("checkpoint")) {
+    std::cout << opts << "\n";
+    return vm.count("help") ? 0 : 2;
+  }
+  const std::string dir = vm["checkpoint"].as<std::string>();
+  const std::string ini = checkpoint_config(dir);
+  Study study = parse_study(ini, dir + "/config.ini", {});
+  RunConfig cfg = study.base;
+  configure_threads(cfg.train.threads);
+  auto tok = cfg.data.tokenizer == "byte" ? make_byte_tokenizer()
+                                           : load_tokenizer("sentencepiece", (fs::path(dir) / "tokenizer.model").string());
+  ModelConfig mc = cfg.model;
+  mc.vocab = tok->vocab_size();
+  Transformer model = make_model(cfg.variant, mc);
+  CheckpointDir(dir).load(&model, nullptr);
+
+  DecodeOptions opt;
+  opt.sampling = {vm["temperature"].as<double>(), vm["top-k"].as<int64_t>(), vm["top-p"].as<double>()};
+  opt.max_new_tokens = std::min<int64_t>(vm["max-new-tokens"].as<int64_t>(), mc.context - 1);
+  opt.batch = 1;
+  opt.eos_id = tok->eos_id();
+  auto prompt = tok->encode(vm["prompt"].as<std::string>());
+  if (prompt.empty()) prompt.push_back(tok->eos_id());  // start of a document
+  if (vm.count("logits-out")) write_logits(model, prompt, vm["logits-out"].as<std::string>());
+  at::Generator gen = make_generator(static_cast<uint64_t>(vm["seed"].as<int64_t>()));
+  auto out = decode(model, {prompt}, opt, gen);
+  std::cout << vm["prompt"].as<std::string>() << tok->decode(out.continuations[0]) << "\n";
+  return 0;
+}
+
+int cmd_info() {
+  configure_threads(0);
+  std::printf("zerolayer %s (%s build, commit %s)\n", ZL_VERSION, ZL_BUILD_TYPE, ZL_GIT_COMMIT);
+  std::printf("source      %s\n", ZL_SOURCE_DIR);
+  std::printf("libtorch    %s\n", TORCH_VERSION);
+  auto prov = collect_provenance("", hardware_threads());
+  std::printf("hdf5        %s\n", prov.hdf5_version.c_str());
+  std::printf("blas        %s\n", blas_name().c_str());
+  std::printf("cpu         %s\n", prov.cpu_model.c_str());
+  std::printf("threads     %d torch intra-op (of %lld cores), OpenBLAS pinned to 1\n", at::get_num_threads(),
+              static_cast<long long>(hardware_threads()));
+  std::printf("devices     cpu%s\n", torch::cuda::is_available()
+                                       ? (", cuda x" + std::to_string(torch::cuda::device_count())).c_str()
+                                       : " (no CUDA)");
+  std::printf("parallel    %s", at::get_parallel_info().c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" || std::string(argv[1]) == "help") {
+    std::cout << kUsage;
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string cmd = argv[1];
+  const std::string command_line = join_args(argc, argv);
+  try {
+    if (cmd == "train" || cmd == "ablate") return cmd_study(cmd, argc - 1, argv + 1, command_line);
+    if (cmd == "merge") return cmd_merge(argc - 1, argv + 1, command_line);
+    if (cmd == "generate") return cmd_generate(argc - 1, argv + 1);
+    if (cmd == "info") return cmd_info();
+    if (cmd == "claims") {
+      std::fprintf(stderr, "zerolayer claims: the claims registry is not built yet\n");
+      return 2;
+    }
+    std::fprintf(stderr, "zerolayer: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
+    return 2;
+  } catch (const po::error& e) {
+    std::fprintf(stderr, "zerolayer %s: %s\n", cmd.c_str(), e.what());
+    return 2;
+  } catch (const ConfigError& e) {
+    std::fprintf(stderr, "zerolayer %s: %s\n", cmd.c_str(), e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "zerolayer %s: %s\n", cmd.c_str(), e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,25 @@
+// decoder → metrics: quality and timing figures computed from generations and
+// timings. Pure functions of their inputs, so tests can feed hand-made data.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace zl {
+
+// Share of 4-grams of each generation that already occurred earlier in the
+// same generation, pooled over generations (SPEC §2 repetition_rate).
+double repetition_rate(const std::vector<std::vector<int32_t>>& generations, int n = 4);
+
+// Linear-interpolated percentile q in [0,100]; NaN for no data.
+double percentile(std::vector<double> values, double q);
+double mean(const std::vector<double>& values);
+
+// Bits per byte from a mean loss in nats per token and the stream's
+// tokens-per-byte ratio.
+double bits_per_byte(double loss_nats_per_token, int64_t tokens, int64_t bytes);
+
+// Cross-entropy (nats per token) of a unigram model fitted on `train` with
+// add-one smoothing, evaluated on `val`: the floor a trained model must beat.
+double unigram_loss(const std::vector<int32_t>& train, const std::vector<int32_t>& val, int64_t vocab);
+
+}  // namespace zl

@@ -1,0 +1,224 @@
+#include "sim/run.h"
+
+#include <sys/resource.h>
+
+#include <cmath>
+
+#include "datasets/contracts.h"
+#include "datasets/contracts_checker.h"
+#include "models/factory.h"
+#include "sim/cost.h"
+#include "sim/data.h"
+#include "sim/decoder.h"
+#include "sim/metrics.h"
+#include "sim/provenance.h"
+#include "sim/runtime.h"
+#include "sim/trainer.h"
+
+namespace zl {
+namespace {
+
+// Prompts are the same for every run and seed, so that generations of two
+// variants (or two seeds) can be compared item by item.
+constexpr uint64_t kPromptSeed = 4242;
+
+struct Prompts {
+  std::vector<std::string> text;
+  std::vector<std::vector<int32_t>> tokens;
+};
+
+// Contract prompts (judged by the checker) whose tokens fit beside the
+// continuation; for the other corpora, the opening of validation documents.
+Prompts make_prompts(const RunConfig& cfg, const Dataset& ds) {
+  const int64_t budget = cfg.model.context - cfg.decode.max_new_tokens;
+  const double chars_per_token = static_cast<double>(ds.val.text_bytes) / std::max<int64_t>(1, ds.val.tokens.numel());
+  Prompts p;
+  if (ds.corpus == "contracts") {
+    std::vector<std::string> docs;
+    for (const auto& d : ds.docs.val) docs.push_back(d.text);
+    size_t max_chars = static_cast<size_t>(budget * chars_per_token * 0.9);
+    for (const auto& cp : make_contract_prompts(docs, cfg.decode.prompts * 2, max_chars, kPromptSeed)) {
+      auto ids = ds.tokenizer->encode(cp.prompt);
+      if (static_cast<int64_t>(ids.size()) > budget) continue;  // would be truncated: facts lost
+      p.text.push_back(cp.prompt);
+      p.tokens.push_back(ids);
+      if (static_cast<int64_t>(p.text.size()) == cfg.decode.prompts) break;
+    }
+  } else {
+    for (size_t i = 0; i < ds.docs.val.size() && static_cast<int64_t>(p.text.size()) < cfg.decode.prompts; ++i) {
+      auto ids = ds.tokenizer->encode(ds.docs.val[i].text);
+      if (ids.size() < 8) continue;
+      ids.resize(std::min<size_t>(ids.size(), budget));
+      p.tokens.push_back(ids);
+      p.text.push_back(ds.tokenizer->decode(ids));
+    }
+  }
+  if (p.tokens.empty()) throw std::runtime_error("no decode prompts fit in model.context - decode.max_new_tokens");
+  return p;
+}
+
+std::vector<int32_t> to_vector(const torch::Tensor& t) {
+  auto c = t.contiguous();
+  return std::vector<int32_t>(c.data_ptr<int32_t>(), c.data_ptr<int32_t>() + c.numel());
+}
+
+int64_t peak_rss_bytes() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<int64_t>(u.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+void add_timing_metrics(RunRecord& r, const std::vector<RequestTiming>& timings) {
+  std::vector<double> ttft, tpot, itl;
+  for (const auto& t : timings) {
+    ttft.push_back(t.ttft_ms);
+    if (t.tokens > 1) tpot.push_back(t.tpot_ms);
+    itl.insert(itl.end(), t.itl_ms.begin(), t.itl_ms.end());
+  }
+  for (auto [name, v] : {std::pair{"ttft_ms", &ttft}, std::pair{"tpot_ms", &tpot}, std::pair{"itl_ms", &itl}}) {
+    r.metrics[std::string(name) + "_p50"] = percentile(*v, 50);
+    r.metrics[std::string(name) + "_p90"] = percentile(*v, 90);
+    r.metrics[std::string(name) + "_p99"] = percentile(*v, 99);
+    r.metrics[std::string(name) + "_mean"] = mean(*v);
+  }
+}
+
+}  // namespace
+
+RunRecord failed_run(const RunConfig& cfg, const std::string& error) {
+  RunRecord r;
+  r.run_id = run_id(cfg);
+  r.train_id = train_id(cfg);
+  r.variant = cfg.variant;
+  r.seed = cfg.seed;
+  r.status = "failed";
+  r.error = error;
+  r.config_ini = to_ini(cfg);
+  r.started_utc = r.finished_utc = utc_now();
+  return r;
+}
+
+RunRecord execute_run(const RunConfig& cfg) {
+  RunRecord r = failed_run(cfg, "");
+  r.started_utc = utc_now();
+  configure_threads(cfg.train.threads);
+  const torch::Device device = resolve_device(cfg.train.device);
+
+  // config → data
+  Dataset ds = prepare_data(cfg);
+  ModelConfig mc = cfg.model;
+  mc.vocab = ds.tokenizer->vocab_size();
+
+  // data → model → trainer
+  torch::manual_seed(static_cast<uint64_t>(cfg.seed));
+  Transformer model = make_model(cfg.variant, mc);
+  TrainOutcome trained = train_model(cfg, model, ds, device);
+  for (const auto& [name, curve] : trained.state.curves) r.curves[name] = curve;
+
+  auto& m = r.metrics;
+  m["params"] = static_cast<double>(model->parameter_count());
+  m["train_tok_s"] = trained.train_tok_s;
+  m["val_loss"] = trained.val_loss;
+  m["val_ppl"] = std::exp(trained.val_loss);
+  m["bpb"] = bits_per_byte(trained.val_loss, ds.val.tokens.numel(), ds.val.text_bytes);
+  m["unigram_loss"] = unigram_loss(to_vector(ds.train.tokens), to_vector(ds.val.tokens), mc.vocab);
+
+  // trainer → decoder: one pass for quality (the run's own sampling seed),
+  // then `repeats` timed passes.
+  Prompts prompts = make_prompts(cfg, ds);
+  DecodeOptions opt;
+  opt.sampling = {cfg.decode.temperature, cfg.decode.top_k, cfg.decode.top_p};
+  opt.max_new_tokens = cfg.decode.max_new_tokens;
+  opt.batch = cfg.decode.batch;
+  opt.eos_id = ds.tokenizer->eos_id();
+  at::Generator gen = make_generator(static_cast<uint64_t>(cfg.seed) * 7919 + 17);
+  DecodeOutput quality = decode(model, prompts.tokens, opt, gen);
+
+  std::vector<RequestTiming> timings;
+  double timed_seconds = 0;
+  int64_t timed_tokens = 0;
+  Table requests, itl;
+  std::vector<int64_t> req_repeat, req_item, req_tokens, itl_repeat, itl_item;
+  std::vector<double> req_ttft, req_tpot, req_e2e, itl_ms;
+  for (int64_t rep = 0; rep < cfg.decode.repeats; ++rep) {
+    at::Generator timing_gen = make_generator(static_cast<uint64_t>(cfg.seed) * 104729 + rep);
+    DecodeOutput pass = decode(model, prompts.tokens, opt, timing_gen);
+    timed_seconds += pass.seconds;
+    timed_tokens += pass.kept_tokens;
+    for (size_t i = 0; i < pass.timings.size(); ++i) {
+      const auto& t = pass.timings[i];
+      timings.push_back(t);
+      req_repeat.push_back(rep);
+      req_item.push_back(static_cast<int64_t>(i));
+      req_tokens.push_back(t.tokens);
+      req_ttft.push_back(t.ttft_ms);
+      req_tpot.push_back(t.tpot_ms);
+      req_e2e.push_back(t.e2e_ms);
+      for (double g : t.itl_ms) {
+        itl_repeat.push_back(rep);
+        itl_item.push_back(static_cast<int64_t>(i));
+        itl_ms.push_back(g);
+      }
+    }
+  }
+  m["decode_tok_s"] = timed_seconds > 0 ? timed_tokens / timed_seconds : std::nan("");
+  add_timing_metrics(r, timings);
+  m["kv_bytes_per_token"] = static_cast<double>(quality.kv_bytes_per_token);
+  requests.add("repeat", req_repeat);
+  requests.add("item", req_item);
+  requests.add("tokens", req_tokens);
+  requests.add("ttft_ms", req_ttft);
+  requests.add("tpot_ms", req_tpot);
+  requests.add("e2e_ms", req_e2e);
+  itl.add("repeat", itl_repeat);
+  itl.add("item", itl_item);
+  itl.add("itl_ms", itl_ms);
+  r.tables["decode/requests"] = requests;
+  r.tables["decode/itl"] = itl;
+
+  // decoder → metrics: the checker judges each continuation (contracts only).
+  Table items;
+  std::vector<int64_t> item_id, violations, gen_tokens;
+  std::vector<std::string> kinds, prompt_text, continuation;
+  int64_t violating = 0;
+  for (size_t i = 0; i < prompts.text.size(); ++i) {
+    std::string text = ds.tokenizer->decode(quality.continuations[i]);
+    std::string kind_list;
+    int64_t count = 0;
+    if (ds.corpus == "contracts") {
+      for (const auto& v : check_contract(prompts.text[i], text)) {
+        kind_list += (kind_list.empty() ? "" : ",") + v.kind;
+        ++count;
+      }
+      violating += count > 0;
+    }
+    item_id.push_back(static_cast<int64_t>(i));
+    violations.push_back(count);
+    gen_tokens.push_back(static_cast<int64_t>(quality.continuations[i].size()));
+    kinds.push_back(kind_list);
+    prompt_text.push_back(prompts.text[i]);
+    continuation.push_back(text);
+  }
+  items.add("item", item_id);
+  items.add("violations", violations);
+  items.add("violation_kinds", kinds);
+  items.add("tokens", gen_tokens);
+  items.add("prompt", prompt_text);
+  items.add("continuation", continuation);
+  r.tables["eval/items"] = items;
+  m["violation_rate"] = ds.corpus == "contracts" ? static_cast<double>(violating) / prompts.text.size() : std::nan("");
+  m["repetition_rate"] = repetition_rate(quality.continuations);
+
+  // Analytic cost, at the mean context a decoded token attends over.
+  const int64_t mean_context = std::min<int64_t>(mc.context, mc.context - cfg.decode.max_new_tokens / 2);
+  auto flops = flops_per_token(mc, mean_context);
+  m["flops_per_token"] = total_flops(flops);
+  for (const auto& [module, f] : flops) m["flops_" + module] = f;
+  m["peak_rss_bytes"] = static_cast<double>(peak_rss_bytes());
+
+  r.status = "complete";
+  r.finished_utc = utc_now();
+  return r;
+}
+
+}  // namespace zl

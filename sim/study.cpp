@@ -1,0 +1,155 @@
+#include "sim/study.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <set>
+
+#include "sim/progress.h"
+#include "sim/provenance.h"
+#include "sim/results.h"
+#include "sim/run.h"
+#include "sim/runtime.h"
+#include "sim/stats.h"
+
+namespace zl {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string shard_path(const RunConfig& cfg) {
+  return (fs::path(cfg.output.dir) / "runs" / (run_id(cfg) + ".h5")).string();
+}
+
+// "complete", "failed", "missing", or "corrupt: <why>".
+std::string shard_status(const std::string& path) {
+  if (!fs::exists(path)) return "missing";
+  try {
+    auto rows = read_index(path);
+    if (rows.size() != 1) return "corrupt: expected one index row";
+    return rows[0].strings.at("status");
+  } catch (const std::exception& e) {
+    return std::string("corrupt: ") + e.what();
+  }
+}
+
+// The keys the grid sweeps, other than the seed: they name a row of the summary.
+std::vector<std::string> setting_keys(const Study& s) {
+  std::vector<std::string> keys;
+  for (const auto& axis : s.axes)
+    for (const auto& k : axis.keys)
+      if (k != "seed" && k != "variant") keys.push_back(k);
+  return keys;
+}
+
+std::string describe(const RunConfig& c, const std::vector<std::string>& keys) {
+  std::string d = c.variant + " seed=" + std::to_string(c.seed);
+  for (const auto& k : keys) d += " " + k + "=" + find_key(k)->get(c);
+  return d;
+}
+
+}  // namespace
+
+int run_study(const Study& study, const StudyOptions& opt) {
+  // Dedupe: two grid points can resolve to one run (another variant's key swept).
+  std::vector<RunConfig> runs;
+  std::set<std::string> seen;
+  for (auto& c : study.expand())
+    if (seen.insert(run_id(c)).second) runs.push_back(c);
+  std::vector<RunConfig> mine;
+  for (size_t i = 0; i < runs.size(); ++i)
+    if (static_cast<int>(i % opt.shard_count) == opt.shard_index) mine.push_back(runs[i]);
+  const auto keys = setting_keys(study);
+  const std::string dir = study.base.output.dir;
+  fs::create_directories(fs::path(dir) / "runs");
+
+  if (opt.dry_run) {
+    for (const auto& c : mine)
+      std::printf("%s  %-9s %s\n", run_id(c).c_str(), shard_status(shard_path(c)).c_str(), describe(c, keys).c_str());
+    std::printf("%zu runs in this slice (%zu in the study)\n", mine.size(), runs.size());
+    return 0;
+  }
+
+  int failures = 0;
+  const bool verbose = study.base.output.verbosity > 0;
+  Progress progress("study " + study.name, static_cast<int64_t>(mine.size()), verbose);
+  for (size_t i = 0; i < mine.size(); ++i) {
+    const RunConfig& c = mine[i];
+    const std::string path = shard_path(c);
+    const std::string status = shard_status(path);
+    if (status == "complete") continue;
+    if (status.rfind("corrupt", 0) == 0) {
+      std::fprintf(stderr, "%s: %s; running it again\n", path.c_str(), status.c_str());
+      ++failures;
+    }
+    progress.finish();
+    if (verbose) std::fprintf(stderr, "[%zu/%zu] %s %s\n", i + 1, mine.size(), run_id(c).c_str(), describe(c, keys).c_str());
+    RunRecord record;
+    try {
+      record = execute_run(c);
+    } catch (const std::exception& e) {
+      record = failed_run(c, e.what());
+      std::fprintf(stderr, "run %s failed: %s\n", record.run_id.c_str(), e.what());
+    }
+    if (record.status != "complete") ++failures;
+    write_shard(path, collect_provenance(opt.command_line, c.train.threads > 0 ? c.train.threads : hardware_threads()),
+                record);
+    progress.update(static_cast<int64_t>(i + 1));
+  }
+  progress.finish();
+
+  if (opt.shard_count == 1) {
+    const std::string results = (fs::path(dir) / "results.h5").string();
+    merge_shards(dir, results, collect_provenance(opt.command_line, hardware_threads()));
+    if (verbose) print_summary(results);
+    std::printf("results: %s\n", results.c_str());
+  } else {
+    std::printf("slice %d/%d done; join the slices with: zerolayer merge %s\n", opt.shard_index, opt.shard_count,
+                dir.c_str());
+  }
+  if (failures) std::fprintf(stderr, "%d run(s) failed; their errors are in the results index\n", failures);
+  return failures ? 1 : 0;
+}
+
+void print_summary(const std::string& results_file) {
+  auto rows = read_index(results_file);
+  const std::vector<std::pair<std::string, const char*>> headline = {
+      {"val_loss", "%.3f"},       {"bpb", "%.3f"},          {"violation_rate", "%.3f"}, {"repetition_rate", "%.3f"},
+      {"train_tok_s", "%.0f"},    {"decode_tok_s", "%.0f"}, {"ttft_ms_p50", "%.2f"}};
+  // A row of the table: every run whose config matches but for the seed.
+  std::map<std::string, std::vector<const IndexRow*>> groups;
+  for (const auto& r : rows) {
+    std::string key = r.strings.at("variant");
+    auto it = r.strings.find("setting");
+    if (it != r.strings.end() && !it->second.empty()) key += " " + it->second;
+    if (r.strings.at("status") != "complete") key += " (failed)";
+    groups[key].push_back(&r);
+  }
+  std::printf("\n%-28s %5s", "variant", "seeds");
+  for (const auto& [m, f] : headline) std::printf(" %24s", m.c_str());
+  std::printf("\n");
+  for (const auto& [key, members] : groups) {
+    std::printf("%-28s %5zu", key.c_str(), members.size());
+    for (const auto& [metric, fmt] : headline) {
+      std::vector<double> v;
+      for (const auto* r : members) {
+        auto it = r->numbers.find(metric);
+        if (it != r->numbers.end()) v.push_back(it->second);
+      }
+      Interval ci = bootstrap_mean(v);
+      char cell[96], m[32], lo[32], hi[32];
+      std::snprintf(m, sizeof m, fmt, ci.mean);
+      std::snprintf(lo, sizeof lo, fmt, ci.lo);
+      std::snprintf(hi, sizeof hi, fmt, ci.hi);
+      if (ci.n == 0) std::snprintf(cell, sizeof cell, "-");
+      else if (ci.n == 1) std::snprintf(cell, sizeof cell, "%s", m);
+      else std::snprintf(cell, sizeof cell, "%s [%s, %s]", m, lo, hi);
+      std::printf(" %24s", cell);
+    }
+    std::printf("\n");
+  }
+  std::printf("(mean [95%% bootstrap CI] over seeds)\n");
+}
+
+}  // namespace zl

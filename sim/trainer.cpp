@@ -1,0 +1,135 @@
+#include "sim/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+
+#include "sim/progress.h"
+#include "sim/runtime.h"
+
+namespace zl {
+namespace fs = std::filesystem;
+
+double learning_rate(const TrainConfig& t, int64_t step) {
+  if (step < t.warmup) return t.lr * (step + 1) / static_cast<double>(t.warmup);
+  double progress = (step - t.warmup) / static_cast<double>(std::max<int64_t>(1, t.steps - t.warmup));
+  double cosine = 0.5 * (1.0 + std::cos(M_PI * std::min(1.0, progress)));
+  return t.lr * (t.min_lr_ratio + (1.0 - t.min_lr_ratio) * cosine);
+}
+
+std::string checkpoint_path(const RunConfig& cfg) {
+  return (fs::path(cfg.output.dir) / "checkpoints" / train_id(cfg)).string();
+}
+
+double evaluate_loss(Transformer& model, const BatchSampler& val, int64_t batches, const torch::Device& device,
+                     bool bf16) {
+  torch::NoGradGuard no_grad;
+  model->eval();
+  AutocastGuard autocast(bf16, device);
+  double total = 0;
+  for (int64_t i = 0; i < batches; ++i) {
+    auto [x, y] = val.eval_batch(i, batches);
+    total += model->loss(x.to(device), y.to(device)).item<double>();
+  }
+  model->train();
+  return total / batches;
+}
+
+namespace {
+
+// AdamW with decoupled weight decay on matrices only (embeddings and linear
+// weights); norms and biases are not decayed, as in GPT-2 and nanoGPT.
+torch::optim::AdamW make_optimizer(Transformer& model, const TrainConfig& t) {
+  std::vector<torch::Tensor> decay, no_decay;
+  for (auto& p : model->parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  auto opts = [&](double wd) {
+    return std::make_unique<torch::optim::AdamWOptions>(
+        torch::optim::AdamWOptions(t.lr).betas({t.beta1, t.beta2}).weight_decay(wd));
+  };
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(decay, opts(t.weight_decay));
+  groups.emplace_back(no_decay, opts(0.0));
+  return torch::optim::AdamW(groups, torch::optim::AdamWOptions(t.lr));
+}
+
+void set_lr(torch::optim::AdamW& opt, double lr) {
+  for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+}
+
+}  // namespace
+
+TrainOutcome train_model(const RunConfig& cfg, Transformer& model, const Dataset& data, const torch::Device& device) {
+  const TrainConfig& t = cfg.train;
+  const bool bf16 = t.precision == "bf16";
+  CheckpointDir ckpt(checkpoint_path(cfg));
+  ckpt.lock();  // another shard training the same model waits, then reuses it
+
+  model->to(device);
+  auto optim = make_optimizer(model, t);
+  TrainOutcome out;
+  if (ckpt.exists()) out.state = ckpt.load(&model, &optim);
+  model->to(device);
+
+  BatchSampler train(data.train.tokens, t.batch, cfg.model.context, static_cast<uint64_t>(cfg.seed));
+  BatchSampler val(data.val.tokens, t.batch, cfg.model.context, static_cast<uint64_t>(cfg.seed));
+  const std::string tokenizer_model = data.tokenizer->model_path();
+  auto save = [&]() { ckpt.save(out.state, model, &optim, to_ini(cfg), tokenizer_model); };
+
+  out.reused = out.state.complete;
+  Progress progress("train " + train_id(cfg), t.steps, cfg.output.verbosity > 0);
+  model->train();
+  while (!out.state.complete) {
+    CheckpointState& s = out.state;
+    const int64_t step = s.step;
+    const double lr = learning_rate(t, step);
+    set_lr(optim, lr);
+
+    auto begin = std::chrono::steady_clock::now();
+    auto [x, y] = train.train_batch(step);
+    torch::Tensor loss;
+    {
+      AutocastGuard autocast(bf16, device);
+      loss = model->loss(x.to(device), y.to(device));
+    }
+    optim.zero_grad();
+    loss.backward();
+    if (t.grad_clip > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), t.grad_clip);
+    optim.step();
+    const double loss_value = loss.item<double>();  // syncs, so the timing below is honest
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    if (!std::isfinite(loss_value))
+      throw NonFiniteLoss("non-finite training loss (" + std::to_string(loss_value) + ") at step " +
+                          std::to_string(step) + " with train.lr " + std::to_string(t.lr) +
+                          ": lower train.lr or raise train.warmup");
+
+    s.step = step + 1;
+    if (step >= 2) {  // the first steps pay for allocation and warm-up
+      s.train_seconds += seconds;
+      s.timed_tokens += t.batch * cfg.model.context;
+    }
+    s.curves["train/loss"].step.push_back(s.step);
+    s.curves["train/loss"].value.push_back(loss_value);
+    s.curves["train/lr"].step.push_back(s.step);
+    s.curves["train/lr"].value.push_back(lr);
+
+    const bool last = s.step == t.steps;
+    if (s.step % t.eval_every == 0 || last) {
+      double v = evaluate_loss(model, val, t.eval_batches, device, bf16);
+      s.curves["train/val_loss"].step.push_back(s.step);
+      s.curves["train/val_loss"].value.push_back(v);
+    }
+    s.complete = last;
+    if (s.step % t.checkpoint_every == 0 || last) save();
+    progress.update(s.step, "loss " + std::to_string(loss_value).substr(0, 6));
+  }
+  progress.finish();
+  model->eval();
+
+  const auto& s = out.state;
+  out.train_tok_s = s.train_seconds > 0 ? s.timed_tokens / s.train_seconds : std::nan("");
+  const auto& vl = s.curves.at("train/val_loss").value;
+  out.val_loss = vl.empty() ? std::nan("") : vl.back();
+  return out;
+}
+
+}  // namespace zl

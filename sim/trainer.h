@@ -1,0 +1,42 @@
+// model → trainer: AdamW with warm-up + cosine, gradient clipping, periodic
+// validation, checkpoints with resume, and a clear failure on a non-finite
+// loss. The loop reads top to bottom (STYLE §6); the learning rate is a pure
+// function of the step, never restored from the optimizer.
+#pragma once
+#include <torch/torch.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "datasets/batch_sampler.h"
+#include "models/transformer.h"
+#include "sim/checkpoint.h"
+#include "sim/config.h"
+#include "sim/data.h"
+
+namespace zl {
+
+class NonFiniteLoss : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct TrainOutcome {
+  CheckpointState state;   // curves, steps, timing
+  double train_tok_s = 0;  // tokens per second over timed training steps
+  double val_loss = 0;     // at the end of training
+  bool reused = false;     // a complete checkpoint was found (trained by an earlier run)
+};
+
+double learning_rate(const TrainConfig& t, int64_t step);
+
+// Mean validation loss over the fixed validation windows.
+double evaluate_loss(Transformer& model, const BatchSampler& val, int64_t batches, const torch::Device& device,
+                     bool bf16);
+
+// Trains (resuming from, or reusing, output.dir/checkpoints/<train_id>).
+TrainOutcome train_model(const RunConfig& cfg, Transformer& model, const Dataset& data, const torch::Device& device);
+
+std::string checkpoint_path(const RunConfig& cfg);
+
+}  // namespace zl

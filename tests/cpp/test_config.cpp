@@ -1,0 +1,110 @@
+#include <gtest/gtest.h>
+
+#include "sim/config.h"
+#include "sim/study_file.h"
+
+namespace zl {
+namespace {
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Config, DefaultsValidateAndEveryKeyRoundTrips) {
+  RunConfig c;
+  EXPECT_NO_THROW(validate(c, {}));
+  // Setting each key to its own canonical text leaves the config unchanged.
+  for (const auto& k : config_keys()) {
+    RunConfig d;
+    set_key(d, k.name, k.get(c), {"x.ini", 1});
+    EXPECT_EQ(k.get(d), k.get(c)) << k.name;
+  }
+  EXPECT_EQ(to_ini(c).find("[model]") != std::string::npos, true);
+}
+
+TEST(Config, FileThenCommandLineOverrides) {
+  auto s = parse_study("variant = baseline\n[train]\nsteps = 50\nlr = 1e-3\n", "a.ini", {{"train.steps", "70"}});
+  EXPECT_EQ(s.base.train.steps, 70);
+  EXPECT_DOUBLE_EQ(s.base.train.lr, 1e-3);
+}
+
+TEST(Config, UnknownKeyNamesKeyFileAndLine) {
+  auto msg = message_of([] { parse_study("[train]\nsteps = 5\nstepz = 5\n", "ablations/x.ini", {}); });
+  EXPECT_NE(msg.find("ablations/x.ini:3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("train.stepz"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("unknown key"), std::string::npos) << msg;
+}
+
+TEST(Config, WrongTypeAndImpossibleValues) {
+  auto type = message_of([] { parse_study("[model]\nlayers = four\n", "m.ini", {}); });
+  EXPECT_NE(type.find("m.ini:2: model.layers"), std::string::npos) << type;
+  EXPECT_NE(type.find("integer"), std::string::npos) << type;
+
+  auto negative = message_of([] { parse_study("\n[train]\nsteps = -5\n", "n.ini", {}); });
+  EXPECT_NE(negative.find("n.ini:3: train.steps"), std::string::npos) << negative;
+
+  auto heads = message_of([] { parse_study("[model]\ndim = 130\nheads = 4\n", "h.ini", {}); });
+  EXPECT_NE(heads.find("h.ini:3: model.heads"), std::string::npos) << heads;
+  EXPECT_NE(heads.find("divide"), std::string::npos) << heads;
+
+  auto threshold = message_of([] { parse_study("[verify]\nthreshold = 1.5\n", "t.ini", {}); });
+  EXPECT_NE(threshold.find("t.ini:2: verify.threshold"), std::string::npos) << threshold;
+
+  auto cli = message_of([] { parse_study("", "c.ini", {{"decode.top_p", "0"}}); });
+  EXPECT_NE(cli.find("command line: decode.top_p"), std::string::npos) << cli;
+
+  auto bad_grid = message_of([] { parse_study("[grid]\nseed = 1, x\n", "g.ini", {}); });
+  EXPECT_NE(bad_grid.find("g.ini:2: seed"), std::string::npos) << bad_grid;
+}
+
+TEST(Config, GridExpandsCartesianAndZipped) {
+  auto s = parse_study(
+      "[grid]\nseed = 1,2,3\ntrain.lr = 1e-3, 2e-3\n"
+      "[zip.sampling]\ndecode.temperature = 0.5, 1.0\ndecode.top_p = 0.9, 0.95\n",
+      "g.ini", {});
+  auto runs = s.expand();
+  ASSERT_EQ(runs.size(), 3u * 2u * 2u);
+  for (const auto& r : runs) {
+    // Zipped keys move together.
+    if (r.decode.temperature == 0.5) EXPECT_DOUBLE_EQ(r.decode.top_p, 0.9);
+    else EXPECT_DOUBLE_EQ(r.decode.top_p, 0.95);
+  }
+  auto bad = message_of([] { parse_study("[zip.a]\ndecode.temperature = 0.5, 1.0\ndecode.top_p = 0.9\n", "z.ini", {}); });
+  EXPECT_NE(bad.find("z.ini:3"), std::string::npos) << bad;
+}
+
+TEST(Config, OverrideFixesASweptKey) {
+  auto s = parse_study("[grid]\nseed = 1,2,3\n", "g.ini", {{"seed", "7"}});
+  auto runs = s.expand();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].seed, 7);
+}
+
+TEST(Config, IdentityIgnoresOutputAndSharesTrainingAcrossDecodeSettings) {
+  RunConfig a, b;
+  b.output.dir = "elsewhere";
+  EXPECT_EQ(run_id(a), run_id(b));
+  b.decode.temperature = 0.3;
+  EXPECT_NE(run_id(a), run_id(b));
+  EXPECT_EQ(train_id(a), train_id(b));  // a temperature sweep trains once
+  b.train.steps = 7;
+  EXPECT_NE(train_id(a), train_id(b));
+  // Another variant's settings do not change a baseline run.
+  RunConfig c;
+  c.fused.alpha = 0.5;
+  EXPECT_EQ(run_id(a), run_id(c));
+  // sfvl re-uses the baseline's language model.
+  RunConfig v;
+  v.variant = "sfvl";
+  v.verify.threshold = 0.5;
+  EXPECT_EQ(train_id(a), train_id(v));
+  EXPECT_NE(run_id(a), run_id(v));
+}
+
+}  // namespace
+}  // namespace zl

