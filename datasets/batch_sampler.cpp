@@ -32,9 +32,9 @@ std::pair<torch::Tensor, torch::Tensor> BatchSampler::train_batch(int64_t step) 
 
 std::pair<torch::Tensor, torch::Tensor> BatchSampler::eval_batch(int64_t i, int64_t count) const {
   const int64_t total = batch_ * count;
-  auto k = torch::arange(i * batch_, (i + 1) * batch_, torch::kLong);
-  auto offsets = (k * windows()) / total;  // evenly spaced over the stream
-  return gather(offsets);
+  std::vector<int64_t> offsets(batch_);  // evenly spaced over the stream
+  for (int64_t b = 0; b < batch_; ++b) offsets[b] = (i * batch_ + b) * windows() / total;
+  return gather(torch::tensor(offsets, torch::kLong));
 }
 
 }  // namespace zl

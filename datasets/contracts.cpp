@@ -2,7 +2,7 @@
 // (seed, index), so a document does not depend on how many came before it.
 // Every value is written right after the cue word that binds it to its slot
 // (datasets/contracts_checker.h), which is what lets the checker be exact;
-// the test GeneratedDocumentsCheckClean holds the two sides together.
+// the GeneratedDocumentsCheckClean* tests hold the two sides together.
 #include "datasets/contracts.h"
 
 #include <algorithm>
@@ -30,7 +30,9 @@ class Rng {
   bool percent(int p) { return below(100) < static_cast<size_t>(p); }
 
   template <class T>
-  const T& pick(const std::vector<T>& v) { return v[below(v.size())]; }
+  const T& pick(const std::vector<T>& v) {
+    return v[below(v.size())];
+  }
 
   template <class T>
   void shuffle(std::vector<T>& v) {
@@ -66,8 +68,9 @@ struct Draft {
   Rng rng;
   std::vector<Party> parties;
   std::array<std::string, kContractSlotCount> value;  // as written ("$12,400"); empty: not in this contract
-  std::array<int, kContractSlotCount> stated_in{};     // clause that stated the slot; 0: not yet
-  std::array<int, kContractSlotCount> restated{};      // restatements so far
+  std::array<int, kContractSlotCount> stated_in{};    // clause that stated the slot; 0: not yet
+  std::array<int, kContractSlotCount> restated{};     // restatements so far
+  std::array<int, kContractSlotCount> restated_in{};  // the clause that last restated the slot
   std::vector<std::string> clauses;
 
   int current() const { return static_cast<int>(clauses.size()) + 1; }  // the clause being written
@@ -88,7 +91,10 @@ void choose_parties(Draft& d) {
 }
 
 // Names a party now by role, now by name: the entity-reference switch of
-// seed 000 §2.2.
+// seed 000 §2.2. It draws from the stream, so an expression may call it (or
+// `subject`) only once: the operands of `+` have no evaluation order, and two
+// draws in one expression could give other documents with another compiler.
+// Braced lists are evaluated in order and are safe.
 std::string mention(Draft& d, int who, bool sentence_start = false) {
   const Party& p = d.parties[who];
   if (d.rng.percent(70)) return (sentence_start ? "The " : "the ") + p.role;
@@ -114,9 +120,12 @@ std::string money(Rng& r) {
 }
 
 std::string date(Rng& r) {
+  // Drawn one statement at a time: function arguments have no evaluation order.
+  const int year = 2024 + static_cast<int>(r.below(3));
+  const int month = 1 + static_cast<int>(r.below(12));
+  const int day = 1 + static_cast<int>(r.below(28));
   char buf[16];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02d", 2024 + static_cast<int>(r.below(3)),
-                1 + static_cast<int>(r.below(12)), 1 + static_cast<int>(r.below(28)));
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02d", year, month, day);
   return buf;
 }
 
@@ -177,12 +186,19 @@ std::string statement_clause(Draft& d, const std::vector<Slot>& group) {
     case Slot::Quantity: {
       const std::string by = pair ? " by " + d.val(Slot::DeliveryDate) : "";
       const std::string verb = alt ? " shall deliver " : " agrees to deliver ";
-      return subject(d, kProvider) + verb + d.val(Slot::Quantity) + " to " + mention(d, kPayer) + by + ".";
+      const std::string provider = subject(d, kProvider);  // one draw per statement: see `mention`
+      const std::string payer = mention(d, kPayer);
+      return provider + verb + d.val(Slot::Quantity) + " to " + payer + by + ".";
     }
     case Slot::PaymentAmount: {
       const std::string within = pair ? " within " + d.val(Slot::PaymentPeriod) : "";
-      if (alt) return subject(d, kPayer) + " shall pay " + d.val(Slot::PaymentAmount) + " to " + mention(d, kProvider) + within + ".";
-      return subject(d, kPayer) + " agrees to pay " + d.val(Slot::PaymentAmount) + " for the goods" + within + ".";
+      const std::string amount = d.val(Slot::PaymentAmount);
+      const std::string payer = subject(d, kPayer);
+      if (alt) {
+        const std::string provider = mention(d, kProvider);
+        return payer + " shall pay " + amount + " to " + provider + within + ".";
+      }
+      return payer + " agrees to pay " + amount + " for the goods" + within + ".";
     }
     case Slot::DeliveryDate:
       if (alt) return subject(d, kProvider) + " shall complete delivery by " + d.val(Slot::DeliveryDate) + ".";
@@ -211,6 +227,7 @@ std::string statement_clause(Draft& d, const std::vector<Slot>& group) {
 // Restates a fact and names the clause that stated it.
 std::string restatement_clause(Draft& d, Slot s) {
   ++d.restated[static_cast<int>(s)];
+  d.restated_in[static_cast<int>(s)] = d.current();
   const std::string v = d.val(s);
   const std::string under = " under clause " + std::to_string(d.stated_in[static_cast<int>(s)]);
   switch (s) {
@@ -220,8 +237,9 @@ std::string restatement_clause(Draft& d, Slot s) {
     case Slot::PaymentPeriod: return "Payment" + under + " is due within " + v + ".";
     case Slot::Deposit: return "The deposit of " + v + under + " is refundable.";
     case Slot::Penalty: return "The penalty of " + v + under + " is owed to " + mention(d, kPayer) + ".";
-    case Slot::EndDate: return "Subject to clause " + std::to_string(d.stated_in[static_cast<int>(s)]) +
-                               ", this agreement terminates on " + v + ".";
+    case Slot::EndDate:
+      return "Subject to clause " + std::to_string(d.stated_in[static_cast<int>(s)]) +
+             ", this agreement terminates on " + v + ".";
     case Slot::NoticePeriod: return "The notice period of " + v + under + " applies to both parties.";
     case Slot::Warranty: return "The warranty of " + v + under + " covers all defects.";
     case Slot::Term: return "The term of " + v + under + " may be renewed once.";
@@ -257,13 +275,14 @@ int recent_clause(Draft& d) {
   return hi < lo ? 0 : lo + static_cast<int>(d.rng.below(static_cast<size_t>(hi - lo + 1)));
 }
 
-// Facts within reference distance, the least restated first in line: a
-// document that says "Payment of $93,200 under clause 2" twice teaches less.
+// Facts within reference distance, the least restated first in line and none
+// restated by the clause just before: a document that says "Payment of
+// $93,200 under clause 2" twice in a row teaches less.
 std::vector<Slot> restatable_slots(const Draft& d) {
   std::vector<Slot> out;
   int fewest = 0;
   for (int i = 0; i < kContractSlotCount; ++i) {
-    if (!d.recent(static_cast<Slot>(i))) continue;
+    if (!d.recent(static_cast<Slot>(i)) || d.restated_in[i] == d.current() - 1) continue;
     if (out.empty() || d.restated[i] < fewest) out.clear(), fewest = d.restated[i];
     if (d.restated[i] == fewest) out.push_back(static_cast<Slot>(i));
   }
@@ -271,11 +290,16 @@ std::vector<Slot> restatable_slots(const Draft& d) {
 }
 
 std::vector<std::string> conditions(Draft& d) {
-  std::vector<std::string> c = {mention(d, kPayer) + " pays late", "the goods are damaged", "delivery is late",
-                                mention(d, any_party(d)) + " gives notice", "the goods fail inspection",
+  std::vector<std::string> c = {mention(d, kPayer) + " pays late",
+                                "the goods are damaged",
+                                "delivery is late",
+                                mention(d, any_party(d)) + " gives notice",
+                                "the goods fail inspection",
                                 mention(d, any_party(d)) + " becomes insolvent"};
   if (d.has_third()) c.push_back(mention(d, kThird) + " approves the goods");
-  if (const int k = recent_clause(d)) c.push_back(mention(d, any_party(d)) + " is in breach of clause " + std::to_string(k));
+  if (const int k = recent_clause(d)) {
+    c.push_back(mention(d, any_party(d)) + " is in breach of clause " + std::to_string(k));
+  }
   if (d.recent(Slot::Quantity)) c.push_back("the delivery of " + d.val(Slot::Quantity) + " is late");
   if (d.recent(Slot::PaymentAmount)) c.push_back("payment of " + d.val(Slot::PaymentAmount) + " is late");
   if (d.recent(Slot::DeliveryDate)) c.push_back("delivery by " + d.val(Slot::DeliveryDate) + " fails");
@@ -283,13 +307,15 @@ std::vector<std::string> conditions(Draft& d) {
 }
 
 std::vector<std::string> actions(Draft& d) {
-  std::vector<std::string> a = {mention(d, any_party(d)) + " may terminate this agreement",
-                                mention(d, kPayer) + " may withhold payment", mention(d, kProvider) + " shall replace the goods",
-                                mention(d, kPayer) + " shall accept the goods"};
+  std::vector<std::string> a = {
+      mention(d, any_party(d)) + " may terminate this agreement", mention(d, kPayer) + " may withhold payment",
+      mention(d, kProvider) + " shall replace the goods", mention(d, kPayer) + " shall accept the goods"};
   if (d.has_third()) a.push_back(mention(d, kThird) + " shall settle the dispute");
   if (const int k = recent_clause(d)) a.push_back("clause " + std::to_string(k) + " shall not apply");
   if (d.recent(Slot::Penalty)) a.push_back(mention(d, kProvider) + " shall pay a penalty of " + d.val(Slot::Penalty));
-  if (d.recent(Slot::Deposit)) a.push_back(mention(d, kProvider) + " shall refund the deposit of " + d.val(Slot::Deposit));
+  if (d.recent(Slot::Deposit)) {
+    a.push_back(mention(d, kProvider) + " shall refund the deposit of " + d.val(Slot::Deposit));
+  }
   return a;
 }
 

@@ -20,10 +20,10 @@
 namespace zl {
 
 struct ContractsOptions {
-  int64_t documents = 2000;     // contracts generated
-  int max_nesting = 3;          // deepest conditional nesting written ("if ... then if ... then ..."); 0 = none
-  int facts = 4;                // facts (amounts, dates, quantities, terms) stated per contract; at most 10
-  int reference_distance = 3;   // at most this many clauses between a fact and a clause that refers back to it
+  int64_t documents = 2000;    // contracts generated
+  int max_nesting = 3;         // deepest conditional nesting written ("if ... then if ... then ..."); 0 = none
+  int facts = 4;               // facts (amounts, dates, quantities, terms) stated per contract; at most 10
+  int reference_distance = 3;  // at most this many clauses between a fact and a clause that refers back to it
 };
 
 // One string per document; a pure function of (options, seed). ASCII only.

@@ -51,9 +51,9 @@ const char* contract_slot_kind(ContractSlot slot) {
 // One word before one suffix, so that a hallucinated multi-word name
 // ("Northwind Trading Ltd") is read as the undeclared "Trading Ltd".
 const std::vector<std::string>& contract_company_names() {
-  static const std::vector<std::string> names = {
-      "Acme Corp",    "Borealis Ltd", "Cobalt Inc",   "Dunmore LLC", "Everly GmbH",  "Fairfax PLC",
-      "Granite Corp", "Halcyon Ltd",  "Ironwood Inc", "Juniper LLC", "Kestrel GmbH", "Lumen PLC"};
+  static const std::vector<std::string> names = {"Acme Corp",    "Borealis Ltd", "Cobalt Inc",   "Dunmore LLC",
+                                                 "Everly GmbH",  "Fairfax PLC",  "Granite Corp", "Halcyon Ltd",
+                                                 "Ironwood Inc", "Juniper LLC",  "Kestrel GmbH", "Lumen PLC"};
   return names;
 }
 
@@ -63,7 +63,7 @@ const std::vector<std::string>& contract_company_suffixes() {
 }
 
 const std::vector<std::string>& contract_roles() {
-  static const std::vector<std::string> roles = {"Seller", "Buyer", "Supplier", "Customer", "Contractor",
+  static const std::vector<std::string> roles = {"Seller", "Buyer", "Supplier",  "Customer", "Contractor",
                                                  "Client", "Agent", "Guarantor", "Carrier"};
   return roles;
 }
@@ -102,7 +102,7 @@ enum class Tok { Word, Money, Date, Number, Punct };
 struct Token {
   Tok type;
   std::string_view text;  // as written, a view into the full text
-  size_t begin;      // offset in the full text
+  size_t begin;           // offset in the full text
   size_t end() const { return begin + text.size(); }
 };
 
@@ -448,6 +448,7 @@ class Reader {
     }
     const std::optional<ContractSlot> slot = slot_for(cue, unit);
     if (!slot) return;
+    ++summary.fact_mentions;
     const std::string written = text_->substr(t.begin, end - t.begin);
     auto& stated = facts_[static_cast<int>(*slot)];
     if (!stated) {

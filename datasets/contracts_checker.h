@@ -91,6 +91,7 @@ struct ContractSummary {
   std::map<std::string, std::string> parties;   // declared name -> role
   std::vector<int> clauses;                     // clause labels in order of appearance
   std::map<std::string, ContractFact> facts;    // slot name -> first statement
+  int fact_mentions = 0;                        // values bound to a slot: statements and restatements
   std::vector<std::pair<int, int>> references;  // (citing clause, cited clause)
   int max_nesting = 0;                          // most "if"s in one sentence
 };

@@ -7,8 +7,6 @@
 // <0xNN> byte piece itself, and decode maps ids to bytes through our own
 // table. The model is trained with identity normalization, no dummy prefix,
 // no whitespace folding and byte fallback, so that table is exact.
-#include <sentencepiece_processor.h>
-#include <sentencepiece_trainer.h>
 
 #include <algorithm>
 #include <array>
@@ -21,6 +19,7 @@
 #include <unistd.h>
 #include <unordered_map>
 
+#include "datasets/spm_library.h"
 #include "datasets/tokenizer.h"
 
 namespace zl {
@@ -101,22 +100,28 @@ class SentencePieceTokenizer final : public Tokenizer {
  public:
   // `serialized` is a ModelProto; `path` names it in errors and checkpoints.
   SentencePieceTokenizer(const std::string& serialized, const std::string& path) : path_(path) {
-    const auto status = sp_.LoadFromSerializedProto(serialized);
-    if (!status.ok())
-      throw std::runtime_error("corrupt SentencePiece model '" + path + "': " + status.ToString());
+    char err[512] = {0};
+    if (lib_.load(serialized.data(), serialized.size(), &sp_, err, sizeof err) != 0)
+      throw std::runtime_error("corrupt SentencePiece model '" + path + "': " + err);
     build_tables();
   }
+  ~SentencePieceTokenizer() override { lib_.release(sp_); }
+  SentencePieceTokenizer(const SentencePieceTokenizer&) = delete;
+  SentencePieceTokenizer& operator=(const SentencePieceTokenizer&) = delete;
 
   std::vector<int32_t> encode(const std::string& text) const override {
     std::vector<int32_t> ids;
     ids.reserve(text.size() / 3 + 1);
-    std::vector<int> piece_ids;
     segment(
         text,
         [&](size_t b, size_t e) {
-          const auto status = sp_.Encode(absl::string_view(text.data() + b, e - b), &piece_ids);
-          if (!status.ok()) throw std::runtime_error("SentencePiece encode failed: " + status.ToString());
-          ids.insert(ids.end(), piece_ids.begin(), piece_ids.end());
+          int32_t* piece_ids = nullptr;
+          size_t count = 0;
+          char err[512] = {0};
+          if (lib_.encode(sp_, text.data() + b, e - b, &piece_ids, &count, err, sizeof err) != 0)
+            throw std::runtime_error(std::string("SentencePiece encode failed: ") + err);
+          ids.insert(ids.end(), piece_ids, piece_ids + count);
+          lib_.free(piece_ids);
         },
         [&](unsigned char c) { ids.push_back(byte_id_[c]); });
     return ids;
@@ -133,26 +138,27 @@ class SentencePieceTokenizer final : public Tokenizer {
     return text;
   }
 
-  int64_t vocab_size() const override { return sp_.GetPieceSize(); }
-  int32_t eos_id() const override { return sp_.eos_id(); }
+  int64_t vocab_size() const override { return lib_.piece_size(sp_); }
+  int32_t eos_id() const override { return lib_.eos_id(sp_); }
   std::string kind() const override { return "sentencepiece"; }
   std::string model_path() const override { return path_; }
 
  private:
   // Byte-piece ids for encode and the exact bytes of every id for decode.
   void build_tables() {
-    const int n = sp_.GetPieceSize();
+    const int n = lib_.piece_size(sp_);
     surface_.assign(n, std::string());
     std::vector<bool> seen(256, false);
     for (int id = 0; id < n; ++id) {
-      const std::string& piece = sp_.IdToPiece(id);
-      if (sp_.IsByte(id)) {
+      int kind = 0;
+      const std::string piece = lib_.piece(sp_, id, &kind);
+      if (kind == 1) {  // a byte piece
         // Byte pieces are spelled "<0xNN>".
         const int b = std::stoi(piece.substr(3, 2), nullptr, 16);
         byte_id_[b] = id;
         seen[b] = true;
         surface_[id] = std::string(1, static_cast<char>(b));
-      } else if (!sp_.IsControl(id) && !sp_.IsUnknown(id)) {
+      } else if (kind == 0) {
         surface_[id] = replace_space_marker(piece);
       }
       // Control pieces (eos) and unk carry no text: eos separates documents,
@@ -163,7 +169,7 @@ class SentencePieceTokenizer final : public Tokenizer {
         throw std::runtime_error("SentencePiece model '" + path_ +
                                  "' has no byte fallback pieces, so it cannot encode every byte; "
                                  "delete it to retrain");
-    if (sp_.eos_id() < 0)
+    if (lib_.eos_id(sp_) < 0)
       throw std::runtime_error("SentencePiece model '" + path_ + "' has no end-of-document piece; delete it to retrain");
   }
 
@@ -180,24 +186,11 @@ class SentencePieceTokenizer final : public Tokenizer {
     return out;
   }
 
-  sentencepiece::SentencePieceProcessor sp_;
+  const SpmLibrary& lib_ = SpmLibrary::get();
+  void* sp_ = nullptr;
   std::string path_;
   std::array<int32_t, 256> byte_id_{};
   std::vector<std::string> surface_;
-};
-
-// Feeds training sentences to SentencePiece from memory.
-class VectorIterator final : public sentencepiece::SentenceIterator {
- public:
-  explicit VectorIterator(const std::vector<std::string>& v) : v_(v) {}
-  bool done() const override { return i_ >= v_.size(); }
-  void Next() override { ++i_; }
-  const std::string& value() const override { return v_[i_]; }
-  sentencepiece::util::Status status() const override { return {}; }
-
- private:
-  const std::vector<std::string>& v_;
-  size_t i_ = 0;
 };
 
 uint64_t splitmix64(uint64_t x) {
@@ -269,12 +262,26 @@ std::string train_model(const std::vector<std::string>& docs, int64_t vocab_size
       {"num_threads", "2"},
       {"minloglevel", "2"},  // its INFO and WARNING chatter would drown our logs
   };
-  VectorIterator it(sentences);
-  std::string serialized;
-  const auto status = sentencepiece::SentencePieceTrainer::Train(args, &it, &serialized);
-  if (!status.ok())
+  std::vector<const char*> text, keys, values;
+  std::vector<size_t> lengths;
+  for (const auto& s : sentences) {
+    text.push_back(s.data());
+    lengths.push_back(s.size());
+  }
+  for (const auto& [k, v] : args) {
+    keys.push_back(k.c_str());
+    values.push_back(v.c_str());
+  }
+  const SpmLibrary& lib = SpmLibrary::get();
+  char* model = nullptr;
+  size_t model_len = 0;
+  char err[512] = {0};
+  if (lib.train(text.data(), lengths.data(), text.size(), keys.data(), values.data(), keys.size(), &model, &model_len,
+                err, sizeof err) != 0)
     throw std::runtime_error("cannot train SentencePiece model '" + cache_path + "' (vocab_size " +
-                             std::to_string(vocab_size) + "): " + status.ToString());
+                             std::to_string(vocab_size) + "): " + err);
+  std::string serialized(model, model_len);
+  lib.free(model);
   return serialized;
 }
 

@@ -155,7 +155,7 @@ std::vector<KeySpec> build_registry() {
                       one_of({"contracts", "brown", "licenses"})));
   k.push_back(str_key("data.tokenizer", &R::data, &DataConfig::tokenizer, T, "sentencepiece | byte",
                       one_of({"sentencepiece", "byte"})));
-  k.push_back(int_key("data.vocab_size", &R::data, &DataConfig::vocab_size, T, "sentencepiece vocabulary size", at_least(64)));
+  k.push_back(int_key("data.vocab_size", &R::data, &DataConfig::vocab_size, T, "sentencepiece vocabulary (>= 320: 256 byte pieces plus the corpus characters)", at_least(320)));
   k.push_back(float_key("data.val_fraction", &R::data, &DataConfig::val_fraction, T, "held-out share of documents",
                         in_range(0, 0.5, true)));
   k.push_back(int_key("data.documents", &R::data, &DataConfig::documents, T,

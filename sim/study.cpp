@@ -6,6 +6,8 @@
 #include <iostream>
 #include <set>
 
+#include <c10/util/Exception.h>
+
 #include "sim/progress.h"
 #include "sim/provenance.h"
 #include "sim/results.h"
@@ -88,6 +90,9 @@ int run_study(const Study& study, const StudyOptions& opt) {
     RunRecord record;
     try {
       record = execute_run(c);
+    } catch (const c10::Error& e) {
+      record = failed_run(c, e.what_without_backtrace());
+      std::fprintf(stderr, "run %s failed: %s\n", record.run_id.c_str(), record.error.c_str());
     } catch (const std::exception& e) {
       record = failed_run(c, e.what());
       std::fprintf(stderr, "run %s failed: %s\n", record.run_id.c_str(), e.what());

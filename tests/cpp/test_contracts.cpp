@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
+#include <regex>
 #include <set>
 #include <string>
 #include <vector>
@@ -20,7 +22,8 @@ ContractsOptions with_documents(int64_t n) {
   return opt;
 }
 
-// Offsets where a clause line starts: the cuts make_contract_prompts uses.
+// Offsets where a line starts: every clause boundary (make_contract_prompts
+// uses a subset) and the end marker.
 std::vector<size_t> clause_cuts(const std::string& doc) {
   std::vector<size_t> cuts;
   for (size_t p = 1; p < doc.size(); ++p) {
@@ -47,6 +50,24 @@ TEST(Contracts, DifferentSeedGivesDifferentDocuments) {
   size_t same = 0;
   for (size_t i = 0; i < a.size(); ++i) same += (a[i] == b[i]);
   EXPECT_EQ(same, 0u);
+}
+
+// The corpus must be the same on every machine and compiler (results are
+// compared across them); a change to the templates must update this on purpose.
+TEST(Contracts, FirstDocumentIsPinned) {
+  EXPECT_EQ(
+      generate_contract(ContractsOptions{}, 0, 0),
+      "AGREEMENT between Kestrel GmbH (the Contractor) and Dunmore LLC (the Client).\n"
+      "1. The Contractor shall complete delivery by 2026-01-12.\n"
+      "2. The Client shall comply with clause 1.\n"
+      "3. Kestrel GmbH gives a warranty of 3 months on the goods.\n"
+      "4. The warranty of 3 months under clause 3 covers all defects.\n"
+      "5. Either party may end this agreement with a notice period of 45 days.\n"
+      "6. If the Client pays late then if the Client is in breach of clause 3 then if the goods are damaged then "
+      "the Client may withhold payment, otherwise the Client shall accept the goods, otherwise clause 4 shall not "
+      "apply.\n"
+      "7. Dunmore LLC shall pay a deposit of $25,400 on signing.\n"
+      "END OF AGREEMENT\n");
 }
 
 TEST(Contracts, DocumentDependsOnlyOnSeedAndIndex) {
@@ -108,7 +129,9 @@ TEST(Contracts, HonoursNestingDepth) {
     ContractsOptions opt = with_documents(500);
     opt.max_nesting = depth;
     int deepest = 0;
-    for (const std::string& doc : generate_contracts(opt, 9)) deepest = std::max(deepest, summarize_contract(doc).max_nesting);
+    for (const std::string& doc : generate_contracts(opt, 9)) {
+      deepest = std::max(deepest, summarize_contract(doc).max_nesting);
+    }
     EXPECT_EQ(deepest, depth);
   }
 }
@@ -136,6 +159,18 @@ TEST(Contracts, HonoursReferenceDistance) {
       }
     }
     EXPECT_EQ(farthest, distance);
+  }
+}
+
+// Every value the generator writes sits after the cue that binds it, so a
+// model that changes any of them can be caught.
+TEST(Contracts, EveryWrittenValueIsBoundToAFact) {
+  const std::regex value(R"(\$[0-9][0-9,]*|[0-9]{4}-[0-9]{2}-[0-9]{2}|[0-9]+ (units|days|months))");
+  ContractsOptions opt = with_documents(300);
+  opt.facts = 10;
+  for (const std::string& doc : generate_contracts(opt, 8)) {
+    const auto values = std::distance(std::sregex_iterator(doc.begin(), doc.end(), value), std::sregex_iterator());
+    ASSERT_EQ(summarize_contract(doc).fact_mentions, static_cast<int>(values)) << doc;
   }
 }
 
@@ -223,17 +258,16 @@ TEST(Contracts, DetectsRoleGivenToWrongParty) {
   expect_one("3. Acme Corp, as the Buyer, shall inspect the goods on arrival.\n", "party", "Acme Corp");
 }
 
-TEST(Contracts, DetectsUndeclaredRole) {
-  expect_one("3. The Agent shall settle the dispute.\n", "party", "Agent");
-}
+TEST(Contracts, DetectsUndeclaredRole) { expect_one("3. The Agent shall settle the dispute.\n", "party", "Agent"); }
 
 TEST(Contracts, DetectsReferenceToMissingClause) {
   expect_one("3. The Buyer shall comply with clause 99.\n", "clause_ref", "clause 99");
 }
 
 TEST(Contracts, AllowsReferenceToClausesWrittenSoFar) {
-  EXPECT_TRUE(check_contract(kPrompt, "3. Clause 3 survives termination of this agreement.\n"
-                                      "4. The Seller shall comply with clause 3.\n")
+  EXPECT_TRUE(check_contract(kPrompt,
+                             "3. Clause 3 survives termination of this agreement.\n"
+                             "4. The Seller shall comply with clause 3.\n")
                   .empty());
   expect_one("3. Clause 3 survives termination of this agreement.\n4. The Seller shall comply with clause 5.\n",
              "clause_ref", "clause 5");
@@ -244,29 +278,33 @@ TEST(Contracts, DetectsUnbalancedConditional) {
   expect_one("3. If delivery is late then if the goods are damaged the Buyer may withhold payment.\n", "conditional",
              "If");
   expect_one("3. The Buyer then may withhold payment.\n", "conditional", "then");
-  expect_one("3. If delivery is late then the Buyer may withhold payment, otherwise the Seller shall replace the "
-             "goods, otherwise the Buyer may terminate this agreement.\n",
-             "conditional", "otherwise the Buyer");
+  expect_one(
+      "3. If delivery is late then the Buyer may withhold payment, otherwise the Seller shall replace the "
+      "goods, otherwise the Buyer may terminate this agreement.\n",
+      "conditional", "otherwise the Buyer");
 }
 
 TEST(Contracts, BalancedNestedConditionalIsClean) {
-  EXPECT_TRUE(check_contract(kPrompt, "3. If delivery is late then if the goods are damaged then if the Buyer gives "
-                                      "notice then the Buyer may terminate this agreement, otherwise the Seller shall "
-                                      "replace the goods.\n")
+  EXPECT_TRUE(check_contract(kPrompt,
+                             "3. If delivery is late then if the goods are damaged then if the Buyer gives "
+                             "notice then the Buyer may terminate this agreement, otherwise the Seller shall "
+                             "replace the goods.\n")
                   .empty());
 }
 
 TEST(Contracts, IgnoresTruncatedFinalSentence) {
-  for (const std::string cont : {"3. If delivery is late then if the goods", "3. Payment of $13,4",
-                                 "3. Payment of $12,400 under clause 2 is due.\n4. Zenith Co", "3. The Buyer shall comply with clause 9",
-                                 "3. Delivery under clause 1 is due on 2024-03-2", "3.", "3"}) {
+  for (const std::string cont :
+       {"3. If delivery is late then if the goods", "3. Payment of $13,4",
+        "3. Payment of $12,400 under clause 2 is due.\n4. Zenith Co", "3. The Buyer shall comply with clause 9",
+        "3. Delivery under clause 1 is due on 2024-03-2", "3.", "3"}) {
     EXPECT_EQ(violations_text(check_contract(kPrompt, cont)), "") << cont;
   }
 }
 
 TEST(Contracts, ContinuationStatementsBindItsLaterSentences) {
-  expect_one("3. Late delivery incurs a penalty of $500.\n4. The penalty of $600 under clause 3 is owed to the Buyer.\n",
-             "amount", "$600");
+  expect_one(
+      "3. Late delivery incurs a penalty of $500.\n4. The penalty of $600 under clause 3 is owed to the Buyer.\n",
+      "amount", "$600");
 }
 
 TEST(Contracts, PromptCutMidSentenceIsJudgedWhole) {
@@ -285,8 +323,9 @@ TEST(Contracts, PromptTextIsNotJudged) {
 }
 
 TEST(Contracts, StopsAtEndOfContract) {
-  const std::string next = "AGREEMENT between Lumen PLC (the Client) and Kestrel GmbH (the Contractor).\n"
-                           "1. The Client shall pay $99,000 to the Contractor.\n";
+  const std::string next =
+      "AGREEMENT between Lumen PLC (the Client) and Kestrel GmbH (the Contractor).\n"
+      "1. The Client shall pay $99,000 to the Contractor.\n";
   EXPECT_TRUE(check_contract(kPrompt, "END OF AGREEMENT\n" + next).empty());
   EXPECT_TRUE(check_contract(kPrompt, next).empty());
 }

@@ -11,6 +11,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 
 #include "sim/h5.h"
@@ -34,11 +35,12 @@ class TempDir {
     fs::path root = base != nullptr && *base != '\0' ? fs::path(base) : fs::path("/tmp");
     fs::create_directories(root);
     std::string pattern = (root / "zl_results_XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed under " + root.string());
+    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed under " + root.string());
     path_ = pattern;
   }
   ~TempDir() {
-    if (!::testing::Test::HasFailure()) fs::remove_all(path_);
+    std::error_code ignored;
+    if (!::testing::Test::HasFailure()) fs::remove_all(path_, ignored);
   }
   std::string operator/(const std::string& name) const { return (path_ / name).string(); }
   const fs::path& path() const { return path_; }
