@@ -25,10 +25,13 @@ constexpr uint64_t kPromptSeed = 4242;
 struct Prompts {
   std::vector<std::string> text;
   std::vector<std::vector<int32_t>> tokens;
+  bool judged = false;  // contract prompts, judged by the checker
 };
 
 // Contract prompts (judged by the checker) whose tokens fit beside the
-// continuation; for the other corpora, the opening of validation documents.
+// continuation; for the other corpora, or when no contract prompt fits the
+// context (a byte tokenizer and a short context), the opening of validation
+// documents, and violation_rate is then not measured.
 Prompts make_prompts(const RunConfig& cfg, const Dataset& ds) {
   const int64_t budget = cfg.model.context - cfg.decode.max_new_tokens;
   const double chars_per_token = static_cast<double>(ds.val.text_bytes) / std::max<int64_t>(1, ds.val.tokens.numel());
@@ -44,7 +47,9 @@ Prompts make_prompts(const RunConfig& cfg, const Dataset& ds) {
       p.tokens.push_back(ids);
       if (static_cast<int64_t>(p.text.size()) == cfg.decode.prompts) break;
     }
-  } else {
+    p.judged = !p.text.empty();
+  }
+  if (!p.judged) {
     for (size_t i = 0; i < ds.docs.val.size() && static_cast<int64_t>(p.text.size()) < cfg.decode.prompts; ++i) {
       auto ids = ds.tokenizer->encode(ds.docs.val[i].text);
       if (ids.size() < 8) continue;
@@ -185,7 +190,7 @@ RunRecord execute_run(const RunConfig& cfg) {
     std::string text = ds.tokenizer->decode(quality.continuations[i]);
     std::string kind_list;
     int64_t count = 0;
-    if (ds.corpus == "contracts") {
+    if (prompts.judged) {
       for (const auto& v : check_contract(prompts.text[i], text)) {
         kind_list += (kind_list.empty() ? "" : ",") + v.kind;
         ++count;
@@ -206,7 +211,7 @@ RunRecord execute_run(const RunConfig& cfg) {
   items.add("prompt", prompt_text);
   items.add("continuation", continuation);
   r.tables["eval/items"] = items;
-  m["violation_rate"] = ds.corpus == "contracts" ? static_cast<double>(violating) / prompts.text.size() : std::nan("");
+  m["violation_rate"] = prompts.judged ? static_cast<double>(violating) / prompts.text.size() : std::nan("");
   m["repetition_rate"] = repetition_rate(quality.continuations);
 
   // Analytic cost, at the mean context a decoded token attends over.

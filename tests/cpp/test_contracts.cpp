@@ -383,26 +383,19 @@ TEST(Contracts, PromptsRevisitDocumentsOrGiveUp) {
   EXPECT_TRUE(make_contract_prompts(docs, 20, 60, 3).empty());  // no header fits
 }
 
-// ---- speed -------------------------------------------------------------------
+// ---- scale -------------------------------------------------------------------
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-TEST(Contracts, GeneratesTwoThousandDocumentsInUnderASecond) {
-  const auto t0 = std::chrono::steady_clock::now();
+// Sizes of a real study; speed is reported by benchmarks, not asserted here.
+TEST(Contracts, GeneratesTwoThousandDocuments) {
   const auto docs = generate_contracts(with_documents(2000), 3);
-  EXPECT_LT(seconds_since(t0), 1.0);
   EXPECT_EQ(docs.size(), 2000u);
 }
 
-TEST(Contracts, ChecksOneThousandContinuationsInUnderASecond) {
+TEST(Contracts, ChecksOneThousandTrueContinuationsClean) {
   const auto prompts = make_contract_prompts(generate_contracts(with_documents(1000), 3), 1000, 400, 1);
   ASSERT_EQ(prompts.size(), 1000u);
-  const auto t0 = std::chrono::steady_clock::now();
   size_t flagged = 0;
   for (const ContractPrompt& p : prompts) flagged += check_contract(p.prompt, p.reference).size();
-  EXPECT_LT(seconds_since(t0), 1.0);
   EXPECT_EQ(flagged, 0u);
 }
 

@@ -17,7 +17,7 @@ def read_logits(path):
 
 def test_twin_matches_cpp_logits(zl, tmpdir_zl):
     out = os.path.join(tmpdir_zl, "parity")
-    zl("train", "ablations/smoke.ini", "--output.dir", out, "--data.tokenizer", "byte", "--model.context", "96",
+    zl("train", "ablations/smoke.ini", "--output.dir", out, "--data.tokenizer", "byte", "--model.context", "256",
        "--decode.max_new_tokens", "8", "--train.steps", "20", "--seed", "3")
     ckpt = glob.glob(os.path.join(out, "checkpoints", "*"))[0]
     prompt = "The Seller shall deliver 40 units to the Buyer by 2024-03-12."

@@ -34,7 +34,7 @@ def test_smoke_study_produces_every_headline_metric(smoke_results):
     with h5py.File(smoke_results, "r") as f:
         run = f["runs"][df["run_id"][0]]
         assert "[model]" in run.attrs["config"] if isinstance(run.attrs["config"], str) else run.attrs["config"].decode()
-        assert len(run["train/loss"]) == 30 and len(run["train/step"]) == 30
+        assert len(run["train/loss"]) == 150 and len(run["train/step"]) == 150
         assert len(run["train/val_loss"]) == 2
         assert len(run["eval/items"]) == 8
 
@@ -51,7 +51,7 @@ def test_rerun_skips_complete_runs(zl, smoke_results):
 def test_sigkill_mid_study_resumes_to_the_same_index(tmpdir_zl, smoke_results):
     reference = index_of(smoke_results)
     out = os.path.join(tmpdir_zl, "killed")
-    args = [zerolayer_bin(), "ablate", "ablations/smoke.ini", "--output.dir", out, "--train.checkpoint_every", "5"]
+    args = [zerolayer_bin(), "ablate", "ablations/smoke.ini", "--output.dir", out, "--train.checkpoint_every", "20"]
     proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     # Kill once the first checkpoint of the first run exists: mid-training.
     deadline = time.time() + 120
