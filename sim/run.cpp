@@ -4,63 +4,20 @@
 
 #include <cmath>
 
-#include "datasets/contracts.h"
 #include "datasets/contracts_checker.h"
 #include "models/factory.h"
 #include "sim/cost.h"
 #include "sim/data.h"
 #include "sim/decoder.h"
 #include "sim/metrics.h"
+#include "sim/prompts.h"
 #include "sim/provenance.h"
 #include "sim/runtime.h"
 #include "sim/trainer.h"
+#include "sim/variant.h"
 
 namespace zl {
 namespace {
-
-// Prompts are the same for every run and seed, so that generations of two
-// variants (or two seeds) can be compared item by item.
-constexpr uint64_t kPromptSeed = 4242;
-
-struct Prompts {
-  std::vector<std::string> text;
-  std::vector<std::vector<int32_t>> tokens;
-  bool judged = false;  // contract prompts, judged by the checker
-};
-
-// Contract prompts (judged by the checker) whose tokens fit beside the
-// continuation; for the other corpora, or when no contract prompt fits the
-// context (a byte tokenizer and a short context), the opening of validation
-// documents, and violation_rate is then not measured.
-Prompts make_prompts(const RunConfig& cfg, const Dataset& ds) {
-  const int64_t budget = cfg.model.context - cfg.decode.max_new_tokens;
-  const double chars_per_token = static_cast<double>(ds.val.text_bytes) / std::max<int64_t>(1, ds.val.tokens.numel());
-  Prompts p;
-  if (ds.corpus == "contracts") {
-    std::vector<std::string> docs;
-    for (const auto& d : ds.docs.val) docs.push_back(d.text);
-    size_t max_chars = static_cast<size_t>(budget * chars_per_token * 0.9);
-    for (const auto& cp : make_contract_prompts(docs, cfg.decode.prompts * 2, max_chars, kPromptSeed)) {
-      auto ids = ds.tokenizer->encode(cp.prompt);
-      if (static_cast<int64_t>(ids.size()) > budget) continue;  // would be truncated: facts lost
-      p.text.push_back(cp.prompt);
-      p.tokens.push_back(ids);
-      if (static_cast<int64_t>(p.text.size()) == cfg.decode.prompts) break;
-    }
-    p.judged = !p.text.empty();
-  }
-  if (!p.judged) {
-    for (size_t i = 0; i < ds.docs.val.size() && static_cast<int64_t>(p.text.size()) < cfg.decode.prompts; ++i) {
-      auto ids = ds.tokenizer->encode(ds.docs.val[i].text);
-      if (ids.size() < 8) continue;
-      ids.resize(std::min<size_t>(ids.size(), budget));
-      p.tokens.push_back(ids);
-      p.text.push_back(ds.tokenizer->decode(ids));
-    }
-  }
-  if (p.tokens.empty()) throw std::runtime_error("no decode prompts fit in model.context - decode.max_new_tokens");
-  return p;
-}
 
 std::vector<int32_t> to_vector(const torch::Tensor& t) {
   auto c = t.contiguous();
@@ -116,6 +73,7 @@ RunRecord execute_run(const RunConfig& cfg) {
 
   // data → model → trainer
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
+  auto stage = make_variant_stage(cfg);  // an unknown variant fails before training
   Transformer model = make_model(cfg.variant, mc);
   TrainOutcome trained = train_model(cfg, model, ds, device);
   for (const auto& [name, curve] : trained.state.curves) r.curves[name] = curve;
@@ -128,6 +86,10 @@ RunRecord execute_run(const RunConfig& cfg) {
   m["bpb"] = bits_per_byte(trained.val_loss, ds.val.tokens.numel(), ds.val.text_bytes);
   m["unigram_loss"] = unigram_loss(to_vector(ds.train.tokens), to_vector(ds.val.tokens), mc.vocab);
 
+  // The variant's own models (verifier, draft, table), after the LM.
+  StageContext ctx{cfg, model, ds, device, checkpoint_path(cfg)};
+  stage->prepare(ctx, r);
+
   // trainer → decoder: one pass for quality (the run's own sampling seed),
   // then `repeats` timed passes.
   Prompts prompts = make_prompts(cfg, ds);
@@ -137,7 +99,7 @@ RunRecord execute_run(const RunConfig& cfg) {
   opt.batch = cfg.decode.batch;
   opt.eos_id = ds.tokenizer->eos_id();
   at::Generator gen = make_generator(static_cast<uint64_t>(cfg.seed) * 7919 + 17);
-  DecodeOutput quality = decode(model, prompts.tokens, opt, gen);
+  DecodeOutput quality = stage->decode(ctx, prompts.tokens, opt, gen, /*logged=*/true);
 
   std::vector<RequestTiming> timings;
   double timed_seconds = 0;
@@ -147,7 +109,7 @@ RunRecord execute_run(const RunConfig& cfg) {
   std::vector<double> req_ttft, req_tpot, req_e2e, itl_ms;
   for (int64_t rep = 0; rep < cfg.decode.repeats; ++rep) {
     at::Generator timing_gen = make_generator(static_cast<uint64_t>(cfg.seed) * 104729 + rep);
-    DecodeOutput pass = decode(model, prompts.tokens, opt, timing_gen);
+    DecodeOutput pass = stage->decode(ctx, prompts.tokens, opt, timing_gen, /*logged=*/false);
     timed_seconds += pass.seconds;
     timed_tokens += pass.kept_tokens;
     for (size_t i = 0; i < pass.timings.size(); ++i) {
@@ -217,8 +179,10 @@ RunRecord execute_run(const RunConfig& cfg) {
   // Analytic cost, at the mean context a decoded token attends over.
   const int64_t mean_context = std::min<int64_t>(mc.context, mc.context - cfg.decode.max_new_tokens / 2);
   auto flops = flops_per_token(mc, mean_context);
+  stage->add_flops(ctx, mean_context, flops);
   m["flops_per_token"] = total_flops(flops);
   for (const auto& [module, f] : flops) m["flops_" + module] = f;
+  stage->finish(ctx, prompts, quality, r);
   m["peak_rss_bytes"] = static_cast<double>(peak_rss_bytes());
 
   r.status = "complete";

@@ -1,0 +1,27 @@
+// The decode prompts of a run. They are the same for every variant and seed,
+// so generations of two runs can be compared item by item (paired).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/config.h"
+#include "sim/data.h"
+
+namespace zl {
+
+struct Prompts {
+  std::vector<std::string> text;
+  std::vector<std::vector<int32_t>> tokens;
+  bool judged = false;  // contract prompts, judged by the checker
+};
+
+// Contract prompts (judged by the checker) whose tokens fit beside the
+// continuation; for the other corpora, or when no contract prompt fits the
+// context (a byte tokenizer and a short context), the openings of validation
+// documents, and violation_rate is then not measured. `count` defaults to
+// decode.prompts; `budget` (tokens a prompt may hold) to model.context −
+// decode.max_new_tokens.
+Prompts make_prompts(const RunConfig& cfg, const Dataset& ds, int64_t count = 0, int64_t budget = 0);
+
+}  // namespace zl
