@@ -130,9 +130,9 @@ std::vector<KeySpec> build_registry() {
   using R = RunConfig;
   const auto T = KeyRole::Training, E = KeyRole::Evaluation, O = KeyRole::Output;
   std::vector<KeySpec> k;
-  k.push_back({"variant", "string", "baseline | sfvl | sfcl | oet | fused", T,
+  k.push_back({"variant", "string", "baseline | sfvl | sfcl | oet | fused | speculative", T,
                [](R& c, const std::string& t) {
-                 one_of({"baseline", "sfvl", "sfcl", "oet", "fused"})(t);
+                 one_of({"baseline", "sfvl", "sfcl", "oet", "fused", "speculative"})(t);
                  c.variant = t;
                },
                [](const R& c) { return c.variant; }});
@@ -206,6 +206,16 @@ std::vector<KeySpec> build_registry() {
   k.push_back(int_key("verify.max_retries", &R::verify, &VerifyConfig::max_retries, E, "re-samples per position", at_least(0)));
   k.push_back(float_key("verify.params_ratio", &R::verify, &VerifyConfig::params_ratio, T, "verifier size / model size",
                         in_range(0, 1, true)));
+  k.push_back(int_key("verify.train_steps", &R::verify, &VerifyConfig::train_steps, E, "verifier training steps", at_least(1)));
+  k.push_back(float_key("verify.negative_temperature", &R::verify, &VerifyConfig::negative_temperature, E,
+                        "temperature of the LM samples in negative windows", in_range(0, 100, true)));
+  k.push_back(float_key("verify.equiv_epsilon", &R::verify, &VerifyConfig::equiv_epsilon, E,
+                        "|delta judge NLL| (nats/token) under which a re-sample counts as equivalent", in_range(0, 100)));
+
+  k.push_back(int_key("speculative.lookahead", &R::speculative, &SpeculativeConfig::lookahead, E,
+                      "draft tokens proposed per target step", at_least(1)));
+  k.push_back(float_key("speculative.draft_ratio", &R::speculative, &SpeculativeConfig::draft_ratio, E,
+                        "draft model size / model size", in_range(0, 1, true)));
 
   k.push_back(str_key("fused.key_weighting", &R::fused, &FusedConfig::key_weighting, T, "off | scale | bias",
                       one_of({"off", "scale", "bias"})));
@@ -307,7 +317,7 @@ std::string hash_hex(const std::string& text) {
 }
 
 std::string trained_family(const std::string& variant) {
-  if (variant == "sfvl") return "baseline";
+  if (variant == "sfvl" || variant == "speculative") return "baseline";
   if (variant == "oet") return "sfcl";
   return variant;
 }
@@ -320,6 +330,7 @@ namespace {
 bool relevant(const std::string& key, const std::string& variant, bool training_only) {
   auto family = trained_family(variant);
   if (key.rfind("verify.", 0) == 0) return variant == "sfvl" && !training_only;
+  if (key.rfind("speculative.", 0) == 0) return variant == "speculative" && !training_only;
   if (key.rfind("fused.", 0) == 0) return family == "fused";
   if (key.rfind("sfcl.", 0) == 0) return family == "sfcl";
   return true;

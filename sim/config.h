@@ -62,6 +62,16 @@ struct VerifyConfig {
   double temp_bump = 0.3;               // added to temperature on re-sampling
   int64_t max_retries = 3;
   double params_ratio = 0.05;           // verifier size / main model size
+  int64_t train_steps = 300;            // verifier optimizer steps (batch 256 windows)
+  double negative_temperature = 1.5;    // LM samples that corrupt negative windows
+  double equiv_epsilon = 0.5;           // |Δ judge NLL| (nats/token) below which a re-sample is equivalent
+};
+
+// Exact speculative sampling (Leviathan et al. 2023; Chen et al. 2023), the
+// principled reference beside sfvl: a draft proposes, the model accepts.
+struct SpeculativeConfig {
+  int64_t lookahead = 4;                // gamma: draft tokens proposed per target step
+  double draft_ratio = 0.05;            // draft size / model size (about the verifier's)
 };
 
 // fused (seed 002 §2.1): the claimed replacement.
@@ -85,13 +95,14 @@ struct OutputConfig {
 };
 
 struct RunConfig {
-  std::string variant = "baseline";     // baseline | sfvl | sfcl | oet | fused
+  std::string variant = "baseline";     // baseline | sfvl | sfcl | oet | fused | speculative
   int64_t seed = 1;                     // data order, init and sampling
   ModelConfig model;
   DataConfig data;
   TrainConfig train;
   DecodeConfig decode;
   VerifyConfig verify;
+  SpeculativeConfig speculative;
   FusedConfig fused;
   SfclConfig sfcl;
   OutputConfig output;

@@ -41,6 +41,17 @@ torch::Tensor prefill(Transformer& model, KVCache& cache, const Batch& b, const 
 
 }  // namespace
 
+RequestTiming request_timing(Clock::time_point start, const std::vector<Clock::time_point>& times) {
+  RequestTiming t;
+  t.tokens = times.size();
+  if (times.empty()) return t;
+  t.ttft_ms = ms_between(start, times.front());
+  t.e2e_ms = ms_between(start, times.back());
+  t.tpot_ms = times.size() > 1 ? (t.e2e_ms - t.ttft_ms) / (times.size() - 1) : 0.0;
+  for (size_t j = 1; j < times.size(); ++j) t.itl_ms.push_back(ms_between(times[j - 1], times[j]));
+  return t;
+}
+
 DecodeOutput decode(Transformer& model, const std::vector<std::vector<int32_t>>& prompts, const DecodeOptions& opt,
                     at::Generator& gen, DecodeHook* hook) {
   torch::NoGradGuard no_grad;
@@ -115,12 +126,17 @@ DecodeOutput decode(Transformer& model, const std::vector<std::vector<int32_t>>&
       }
       if (std::none_of(b.active.begin(), b.active.end(), [](bool a) { return a; })) break;
 
-      // Feed each sequence's newest token (finished ones feed a dummy that is
-      // never read: their output is frozen).
-      std::vector<int64_t> newest(B);
-      for (size_t i = 0; i < B; ++i) newest[i] = b.seqs[i].back();
+      // Feed each sequence's newest token. Finished ones feed a dummy that is
+      // never read and is rolled back at once, so that their cache does not
+      // grow while re-sampling neighbours take extra steps.
+      std::vector<int64_t> newest(B), finished(B);
+      for (size_t i = 0; i < B; ++i) {
+        newest[i] = b.seqs[i].back();
+        finished[i] = !b.active[i];
+      }
       auto feed = torch::tensor(newest, torch::kLong).view({static_cast<int64_t>(B), 1});
       logits = model->forward(feed.to(dev), cache).select(1, 0);  // [B,V]
+      cache.lengths -= torch::tensor(finished, torch::kLong).to(dev);
     }
 
     for (size_t i = 0; i < B; ++i) {
@@ -128,14 +144,7 @@ DecodeOutput decode(Transformer& model, const std::vector<std::vector<int32_t>>&
       cont.assign(b.seqs[i].begin() + b.prompt_len[i], b.seqs[i].end());
       if (!cont.empty() && cont.back() == opt.eos_id) cont.pop_back();
       out.kept_tokens += cont.size();
-      RequestTiming& t = out.timings[first + i];
-      const auto& times = b.token_times[i];
-      t.tokens = times.size();
-      if (times.empty()) continue;
-      t.ttft_ms = ms_between(start, times.front());
-      t.e2e_ms = ms_between(start, times.back());
-      t.tpot_ms = times.size() > 1 ? (t.e2e_ms - t.ttft_ms) / (times.size() - 1) : 0.0;
-      for (size_t j = 1; j < times.size(); ++j) t.itl_ms.push_back(ms_between(times[j - 1], times[j]));
+      out.timings[first + i] = request_timing(start, b.token_times[i]);
     }
   }
   out.seconds = std::chrono::duration<double>(Clock::now() - start_all).count();

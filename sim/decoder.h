@@ -4,6 +4,7 @@
 #pragma once
 #include <torch/torch.h>
 
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -41,6 +42,10 @@ struct RequestTiming {
   int64_t tokens = 0;
   std::vector<double> itl_ms;
 };
+
+// A request's timing from its start and the arrival time of each token.
+RequestTiming request_timing(std::chrono::steady_clock::time_point start,
+                             const std::vector<std::chrono::steady_clock::time_point>& token_times);
 
 struct DecodeOutput {
   std::vector<std::vector<int32_t>> continuations;  // per prompt, eos excluded

@@ -1,0 +1,43 @@
+#include "sim/resample_log.h"
+
+namespace zl {
+
+ResampleRates resample_rates(const std::vector<VerifyEvent>& events, double eps, bool (*keep)(const VerifyEvent&)) {
+  ResampleRates r;
+  int64_t same = 0, equiv = 0, fix = 0, judged = 0;
+  for (const auto& e : events) {
+    if (keep && !keep(e)) continue;
+    ++r.checks;
+    r.fired += e.fired;
+    r.resamples += e.resampled;
+    if (!e.resolved()) continue;
+    ++r.resolved;
+    same += e.after == e.before;
+    if (e.violation_before < 0 || e.violation_after < 0) continue;
+    ++judged;
+    fix += e.violation_after < e.violation_before;
+    equiv += e.violation_after == e.violation_before && std::abs(e.nll_after - e.nll_before) < eps;
+  }
+  auto share = [](int64_t a, int64_t b) { return b > 0 ? static_cast<double>(a) / b : NAN; };
+  r.trigger_rate = share(r.fired, r.checks);
+  r.exhausted_rate = share(r.fired - r.resamples, r.fired);
+  r.same_rate = share(same, r.resolved);
+  // Equivalence and fixes need the checker's verdict on every resolved re-sample.
+  r.equiv_rate = judged == r.resolved ? share(equiv, r.resolved) : NAN;
+  r.fix_rate = judged == r.resolved ? share(fix, r.resolved) : NAN;
+  return r;
+}
+
+std::vector<ResampleRates> rates_by_context(const std::vector<VerifyEvent>& events, const std::vector<int64_t>& edges,
+                                            double eps) {
+  std::vector<ResampleRates> out;
+  for (size_t b = 0; b + 1 < edges.size(); ++b) {
+    std::vector<VerifyEvent> in;
+    for (const auto& e : events)
+      if (e.context_len >= edges[b] && e.context_len < edges[b + 1]) in.push_back(e);
+    out.push_back(resample_rates(in, eps));
+  }
+  return out;
+}
+
+}  // namespace zl

@@ -1,0 +1,265 @@
+#include "sim/sfvl_stage.h"
+
+#include <algorithm>
+
+#include "datasets/contracts_checker.h"
+#include "sim/verifier_training.h"
+#include "sim/verify_hook.h"
+
+namespace zl {
+namespace {
+
+// Mean NLL (nats/token) under `judge` of `tokens` following `prefix`, for
+// many (prefix, tokens) pairs at once. The judge is the run's own language
+// model: SPEC §2's larger reference model is not built yet, and for
+// comparing a dropped span with its replacement in one context what matters
+// is that both are scored by the same model.
+std::vector<double> judge_nll(Transformer& judge, const std::vector<std::vector<int32_t>>& prefixes,
+                              const std::vector<std::vector<int32_t>>& spans) {
+  torch::NoGradGuard no_grad;
+  judge->eval();
+  const auto dev = judge->wte->weight.device();
+  const int64_t C = judge->cfg.context;
+  std::vector<double> out(prefixes.size(), NAN);
+  for (size_t first = 0; first < prefixes.size(); first += 64) {
+    const size_t n = std::min<size_t>(64, prefixes.size() - first);
+    std::vector<std::vector<int32_t>> seqs(n);
+    int64_t T = 1;
+    for (size_t i = 0; i < n; ++i) {
+      seqs[i] = prefixes[first + i];
+      seqs[i].insert(seqs[i].end(), spans[first + i].begin(), spans[first + i].end());
+      if (static_cast<int64_t>(seqs[i].size()) > C) seqs[i].erase(seqs[i].begin(), seqs[i].end() - C);
+      T = std::max<int64_t>(T, seqs[i].size());
+    }
+    auto tokens = torch::zeros({static_cast<int64_t>(n), T}, torch::kLong);
+    auto acc = tokens.accessor<int64_t, 2>();
+    for (size_t i = 0; i < n; ++i)
+      for (size_t j = 0; j < seqs[i].size(); ++j) acc[i][j] = seqs[i][j];
+    auto logp = torch::log_softmax(judge->forward(tokens.to(dev)).to(torch::kFloat), -1).to(torch::kCPU);  // [n,T,V]
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t len = seqs[i].size(), d = spans[first + i].size();
+      double sum = 0;
+      for (int64_t j = len - d; j < len; ++j) sum -= logp[i][j - 1][seqs[i][j]].item<double>();
+      out[first + i] = sum / d;
+    }
+  }
+  return out;
+}
+
+class SfvlStage : public VariantStage {
+ public:
+  void prepare(const StageContext& ctx, RunRecord& r) override {
+    VerifierReport rep;
+    verifier_ = load_or_train_verifier(ctx.cfg, ctx.model, ctx.data, ctx.checkpoint_dir, rep);
+    auto& m = r.metrics;
+    m["verifier_params"] = static_cast<double>(rep.params);
+    m["verifier_params_ratio"] = static_cast<double>(rep.params) / ctx.model->parameter_count();
+    m["verifier_auroc"] = rep.auroc;
+    m["verifier_ece"] = rep.ece;
+    m["verifier_auroc_ood"] = rep.auroc_ood;
+    m["verifier_ece_ood"] = rep.ece_ood;
+  }
+
+  DecodeOutput decode(const StageContext& ctx, const std::vector<std::vector<int32_t>>& prompts,
+                      const DecodeOptions& opt, at::Generator& gen, bool logged) override {
+    return run(ctx, prompts, opt, gen, logged, "quality");
+  }
+
+  void add_flops(const StageContext& ctx, int64_t context, std::map<std::string, double>& per_module) override {
+    per_module["verifier"] = verifier_->cfg.flops_per_check();  // one check per proposed token
+  }
+
+  void finish(const StageContext& ctx, const Prompts& prompts, const DecodeOutput& quality, RunRecord& r) override {
+    const auto& cfg = ctx.cfg;
+    DecodeOptions opt = options(cfg, ctx);
+    // Context sweep: document openings of growing length, so that checks
+    // cover contexts from a few tokens to the full model context (S002-context).
+    const int64_t C = cfg.model.context, budget = C - cfg.decode.max_new_tokens;
+    Prompts openings = make_prompts(cfg, ctx.data, cfg.decode.prompts, budget);
+    std::vector<std::vector<int32_t>> sweep;
+    for (int64_t len : {int64_t{4}, budget / 4, budget / 2, budget}) {
+      for (const auto& p : openings.tokens) sweep.emplace_back(p.begin(), p.begin() + std::min<int64_t>(len, p.size()));
+    }
+    at::Generator g1 = make_generator(static_cast<uint64_t>(cfg.seed) * 7919 + 23);
+    run(ctx, sweep, opt, g1, true, "context");
+    if (!cfg.data.eval_corpus.empty() && cfg.data.eval_corpus != cfg.data.corpus) {
+      Dataset ood = prepare_data(cfg, cfg.data.eval_corpus);
+      Prompts ood_prompts = make_prompts(cfg, ood);
+      at::Generator g2 = make_generator(static_cast<uint64_t>(cfg.seed) * 7919 + 29);
+      run(ctx, ood_prompts.tokens, opt, g2, true, "ood");
+    }
+    judge(ctx, prompts);
+
+    auto& m = r.metrics;
+    const double eps = cfg.verify.equiv_epsilon;
+    auto q = resample_rates(events_, eps, [](const VerifyEvent& e) { return e.pass == "quality"; });
+    m["trigger_rate"] = q.trigger_rate;
+    m["resample_same_rate"] = q.same_rate;
+    m["resample_equiv_rate"] = q.equiv_rate;
+    m["resample_fix_rate"] = q.fix_rate;
+    m["retries_exhausted_rate"] = q.exhausted_rate;
+    m["resamples"] = static_cast<double>(q.resamples);
+    m["checks_per_token"] = quality.kept_tokens > 0 ? static_cast<double>(q.checks) / quality.kept_tokens : NAN;
+    m["trigger_rate_ood"] = resample_rates(events_, eps, [](const VerifyEvent& e) { return e.pass == "ood"; }).trigger_rate;
+
+    // By context length: quality and sweep checks, in quarters of the context.
+    std::vector<VerifyEvent> in_dist;
+    for (const auto& e : events_)
+      if (e.pass != "ood") in_dist.push_back(e);
+    std::vector<int64_t> edges{0, C / 4, C / 2, 3 * C / 4, C + 1};
+    auto by = rates_by_context(in_dist, edges, eps);
+    m["trigger_rate_short"] = by.front().trigger_rate;
+    m["trigger_rate_long"] = by.back().trigger_rate;
+    Table t;
+    std::vector<int64_t> lo, hi, checks, resamples;
+    std::vector<double> trig, same, equiv, fix;
+    for (size_t b = 0; b < by.size(); ++b) {
+      lo.push_back(edges[b]);
+      hi.push_back(edges[b + 1]);
+      checks.push_back(by[b].checks);
+      resamples.push_back(by[b].resamples);
+      trig.push_back(by[b].trigger_rate);
+      same.push_back(by[b].same_rate);
+      equiv.push_back(by[b].equiv_rate);
+      fix.push_back(by[b].fix_rate);
+    }
+    t.add("context_lo", lo);
+    t.add("context_hi", hi);
+    t.add("checks", checks);
+    t.add("resamples", resamples);
+    t.add("trigger_rate", trig);
+    t.add("resample_same_rate", same);
+    t.add("resample_equiv_rate", equiv);
+    t.add("resample_fix_rate", fix);
+    r.tables["sfvl/by_context"] = t;
+    r.tables["decode/events"] = event_table();
+
+    // Cost: the verifier's measured share of decode time (timed passes only)
+    // against its analytic share of FLOPs per kept token.
+    m["verifier_time_share"] = decode_seconds_ > 0 ? hook_seconds_ / decode_seconds_ : NAN;
+    const double per_kept = timed_kept_ > 0 ? static_cast<double>(timed_checks_) / timed_kept_ : 1.0;
+    const double v = m["flops_verifier"] * per_kept;
+    m["verifier_flops_share"] = v / (m["flops_per_token"] - m["flops_verifier"] + v);
+  }
+
+ private:
+  DecodeOptions options(const RunConfig& cfg, const StageContext& ctx) const {
+    DecodeOptions opt;
+    opt.sampling = {cfg.decode.temperature, cfg.decode.top_k, cfg.decode.top_p};
+    opt.max_new_tokens = cfg.decode.max_new_tokens;
+    opt.batch = cfg.decode.batch;
+    opt.eos_id = ctx.data.tokenizer->eos_id();
+    return opt;
+  }
+
+  VerifyPolicy policy(const RunConfig& cfg, const DecodeOptions& opt) const {
+    return {cfg.verify.threshold, cfg.verify.drop, opt.sampling.temperature, cfg.verify.temp_bump,
+            cfg.verify.max_retries};
+  }
+
+  DecodeOutput run(const StageContext& ctx, const std::vector<std::vector<int32_t>>& prompts,
+                   const DecodeOptions& opt, at::Generator& gen, bool logged, const std::string& pass) {
+    Verifier v = verifier_;
+    VerifyHook hook([v](const torch::Tensor& w) mutable { return v->confidence(w); }, v->cfg.window,
+                    policy(ctx.cfg, opt), static_cast<uint64_t>(ctx.cfg.seed) * 6151 + passes_++, logged, pass);
+    DecodeOutput out = zl::decode(ctx.model, prompts, opt, gen, &hook);
+    if (logged) {
+      for (auto& e : hook.events) events_.push_back(std::move(e));
+    } else {
+      hook_seconds_ += hook.seconds;
+      decode_seconds_ += out.seconds;
+      timed_checks_ += hook.checks;
+      timed_kept_ += out.kept_tokens;
+    }
+    return out;
+  }
+
+  // The checker's verdict and the judge's NLL before and after each re-sample
+  // of the quality pass (contract prompts only have a checker).
+  void judge(const StageContext& ctx, const Prompts& prompts) {
+    const auto& tok = *ctx.data.tokenizer;
+    std::vector<size_t> idx;
+    std::vector<std::vector<int32_t>> prefixes, spans;
+    for (size_t k = 0; k < events_.size(); ++k) {
+      VerifyEvent& e = events_[k];
+      if (!e.resolved()) continue;
+      idx.push_back(k);
+      prefixes.push_back(e.prefix);
+      spans.push_back(e.before);
+      if (e.pass == "quality" && prompts.judged) {
+        auto text = [&](const std::vector<int32_t>& span) {
+          std::vector<int32_t> cont(e.prefix.begin() + e.prompt_len, e.prefix.end());
+          cont.insert(cont.end(), span.begin(), span.end());
+          return tok.decode(cont);
+        };
+        e.violation_before = check_contract(prompts.text[e.item], text(e.before)).size();
+        e.violation_after = check_contract(prompts.text[e.item], text(e.after)).size();
+      }
+    }
+    auto before = judge_nll(ctx.model, prefixes, spans);
+    for (size_t k = 0; k < idx.size(); ++k) spans[k] = events_[idx[k]].after;
+    auto after = judge_nll(ctx.model, prefixes, spans);
+    for (size_t k = 0; k < idx.size(); ++k) {
+      events_[idx[k]].nll_before = before[k];
+      events_[idx[k]].nll_after = after[k];
+    }
+  }
+
+  Table event_table() const {
+    auto ids = [](const std::vector<int32_t>& v) {
+      std::string s;
+      for (auto t : v) s += (s.empty() ? "" : " ") + std::to_string(t);
+      return s;
+    };
+    std::vector<std::string> pass, before, after;
+    std::vector<int64_t> item, position, context, proposed, fired, resampled, dropped, replacement, vb, va;
+    std::vector<double> score, nb, na;
+    for (const auto& e : events_) {
+      pass.push_back(e.pass);
+      item.push_back(e.item);
+      position.push_back(e.position);
+      context.push_back(e.context_len);
+      proposed.push_back(e.proposed);
+      score.push_back(e.score);
+      fired.push_back(e.fired);
+      resampled.push_back(e.resampled);
+      dropped.push_back(e.dropped);
+      replacement.push_back(e.resolved() ? e.after.back() : -1);
+      before.push_back(ids(e.before));
+      after.push_back(ids(e.after));
+      vb.push_back(e.violation_before);
+      va.push_back(e.violation_after);
+      nb.push_back(e.nll_before);
+      na.push_back(e.nll_after);
+    }
+    Table t;
+    t.add("pass", pass);
+    t.add("item", item);
+    t.add("position", position);
+    t.add("context_len", context);
+    t.add("proposed", proposed);
+    t.add("score", score);
+    t.add("fired", fired);
+    t.add("resampled", resampled);
+    t.add("dropped", dropped);
+    t.add("replacement", replacement);
+    t.add("before", before);
+    t.add("after", after);
+    t.add("violation_before", vb);
+    t.add("violation_after", va);
+    t.add("nll_before", nb);
+    t.add("nll_after", na);
+    return t;
+  }
+
+  Verifier verifier_{nullptr};
+  std::vector<VerifyEvent> events_;
+  double hook_seconds_ = 0, decode_seconds_ = 0;
+  int64_t timed_checks_ = 0, timed_kept_ = 0, passes_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<VariantStage> make_sfvl_stage(const RunConfig& cfg) { return std::make_unique<SfvlStage>(); }
+
+}  // namespace zl

@@ -1,0 +1,185 @@
+#include "sim/speculative.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace zl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double uniform(at::Generator& gen) { return torch::rand({1}, gen, torch::kDouble).item<double>(); }
+
+// Writes rows of `tokens` [B,T] right-padded from `rows`; returns the tensor.
+torch::Tensor pack(const std::vector<std::vector<int64_t>>& rows, int64_t T) {
+  auto t = torch::zeros({static_cast<int64_t>(rows.size()), T}, torch::kLong);
+  auto a = t.accessor<int64_t, 2>();
+  for (size_t i = 0; i < rows.size(); ++i)
+    for (size_t j = 0; j < rows[i].size(); ++j) a[i][j] = rows[i][j];
+  return t;
+}
+
+}  // namespace
+
+std::vector<int64_t> accept_drafts(const torch::Tensor& p, const torch::Tensor& q, const std::vector<int64_t>& drafted,
+                                   at::Generator& gen) {
+  std::vector<int64_t> kept;
+  const int64_t G = drafted.size();
+  for (int64_t j = 0; j < G; ++j) {
+    const int64_t x = drafted[j];
+    const double px = p[j][x].item<double>(), qx = q[j][x].item<double>();
+    if (qx > 0 && uniform(gen) < std::min(1.0, px / qx)) {
+      kept.push_back(x);
+      continue;
+    }
+    // Rejected: draw from the residual norm(max(0, p − q)).
+    auto residual = (p[j] - q[j]).clamp_min(0);
+    double mass = residual.sum().item<double>();
+    auto dist = mass > 0 ? residual / mass : p[j];
+    kept.push_back(draw(dist.unsqueeze(0), gen)[0].item<int64_t>());
+    return kept;
+  }
+  kept.push_back(draw(p[G].unsqueeze(0), gen)[0].item<int64_t>());  // all kept: one more from the model
+  return kept;
+}
+
+DecodeOutput speculative_decode(Transformer& model, Transformer& draft, const std::vector<std::vector<int32_t>>& prompts,
+                                const DecodeOptions& opt, int64_t lookahead, at::Generator& gen,
+                                SpeculativeStats& stats) {
+  torch::NoGradGuard no_grad;
+  model->eval();
+  draft->eval();
+  const auto dev = model->wte->weight.device();
+  const int64_t C = model->cfg.context, max_prompt = C - opt.max_new_tokens;
+  DecodeOutput out;
+  out.continuations.resize(prompts.size());
+  out.timings.resize(prompts.size());
+  const auto start_all = Clock::now();
+
+  for (size_t first = 0; first < prompts.size(); first += opt.batch) {
+    const int64_t B = std::min<size_t>(opt.batch, prompts.size() - first);
+    std::vector<std::vector<int64_t>> seqs(B);
+    std::vector<int64_t> prompt_len(B);
+    std::vector<bool> active(B, true);
+    std::vector<std::vector<Clock::time_point>> times(B);
+    for (int64_t i = 0; i < B; ++i) {
+      const auto& p = prompts[first + i];
+      size_t keep = std::min<size_t>(p.size(), std::max<int64_t>(1, max_prompt));
+      seqs[i].assign(p.end() - keep, p.end());
+      prompt_len[i] = keep;
+    }
+    auto tcache = model->make_cache(B), dcache = draft->make_cache(B);
+    out.kv_bytes_per_token = tcache.bytes_per_token();
+    const auto start = Clock::now();
+
+    // Both caches hold every token but the newest: prefill the prompts minus
+    // their last token (a one-token prompt prefills nothing).
+    std::vector<std::vector<int64_t>> heads(B);
+    int64_t T = 1;
+    for (int64_t i = 0; i < B; ++i) {
+      heads[i].assign(seqs[i].begin(), seqs[i].end() - 1);
+      T = std::max<int64_t>(T, heads[i].size());
+    }
+    auto head_tokens = pack(heads, T).to(dev);
+    std::vector<int64_t> lens(B);
+    for (int64_t i = 0; i < B; ++i) lens[i] = heads[i].size();
+    auto lens_t = torch::tensor(lens, torch::kLong).to(dev);
+    model->forward(head_tokens, tcache);
+    draft->forward(head_tokens, dcache);
+    tcache.lengths.copy_(lens_t);
+    dcache.lengths.copy_(lens_t);
+    std::vector<int64_t> dlen = lens;  // tokens the draft cache holds, per sequence
+
+    while (std::any_of(active.begin(), active.end(), [](bool a) { return a; })) {
+      // Draft at most as far as the context and every active budget allow.
+      int64_t G = lookahead;
+      for (int64_t i = 0; i < B; ++i)
+        if (active[i]) G = std::min<int64_t>(G, C - static_cast<int64_t>(seqs[i].size()));
+      G = std::max<int64_t>(G, 1);
+      // Finished sequences are fed dummies at position 0: their caches are not read again.
+      auto park = [&](KVCache& c) {
+        for (int64_t i = 0; i < B; ++i)
+          if (!active[i]) c.lengths[i] = 0;
+      };
+
+      // 1. The draft catches up on the tokens it has not seen (1 or 2).
+      std::vector<std::vector<int64_t>> pending(B);
+      int64_t P = 1;
+      for (int64_t i = 0; i < B; ++i) {
+        if (active[i]) pending[i].assign(seqs[i].begin() + dlen[i], seqs[i].end());
+        else pending[i] = {0};
+        P = std::max<int64_t>(P, pending[i].size());
+      }
+      park(dcache);
+      auto dlogits = draft->forward(pack(pending, P).to(dev), dcache);  // [B,P,V]
+      std::vector<int64_t> last(B);
+      for (int64_t i = 0; i < B; ++i) {
+        last[i] = static_cast<int64_t>(pending[i].size()) - 1;
+        if (active[i]) dcache.truncate(i, dlen[i] + pending[i].size());
+      }
+      auto step_logits = dlogits.index({torch::arange(B, torch::kLong).to(dev), torch::tensor(last).to(dev)});  // [B,V]
+
+      // 2. The draft proposes G tokens.
+      std::vector<torch::Tensor> q;  // G × [B,V]
+      std::vector<std::vector<int64_t>> drafted(B);
+      for (int64_t j = 0; j < G; ++j) {
+        auto qj = sampling_probs(step_logits, opt.sampling).to(torch::kCPU);  // [B,V]
+        auto x = draw(qj, gen);                                               // [B]
+        q.push_back(qj);
+        for (int64_t i = 0; i < B; ++i) drafted[i].push_back(x[i].item<int64_t>());
+        if (j + 1 < G) {
+          park(dcache);
+          step_logits = draft->forward(x.view({B, 1}).to(dev), dcache).select(1, 0);
+        }
+      }
+      auto qs = torch::stack(q, 1);  // [B,G,V]
+
+      // 3. The model scores the newest token and the G drafts in one pass.
+      std::vector<std::vector<int64_t>> feed(B);
+      for (int64_t i = 0; i < B; ++i) {
+        feed[i] = {seqs[i].back()};
+        feed[i].insert(feed[i].end(), drafted[i].begin(), drafted[i].end());
+      }
+      park(tcache);
+      auto plogits = model->forward(pack(feed, G + 1).to(dev), tcache);  // [B,G+1,V]
+      auto ps = sampling_probs(plogits.reshape({B * (G + 1), -1}), opt.sampling).view({B, G + 1, -1}).to(torch::kCPU);
+
+      // 4. Accept or reject, per sequence; roll both caches back to what was kept.
+      const auto now = Clock::now();
+      for (int64_t i = 0; i < B; ++i) {
+        if (!active[i]) continue;
+        const int64_t L = seqs[i].size();
+        auto kept = accept_drafts(ps[i], qs[i], drafted[i], gen);
+        const int64_t n = static_cast<int64_t>(kept.size()) - 1;  // drafts accepted
+        stats.drafted += G;
+        stats.accepted += n;
+        stats.target_calls += 1;
+        for (int64_t t : kept) {
+          seqs[i].push_back(t);
+          times[i].push_back(now);
+          stats.emitted += 1;
+          const int64_t produced = seqs[i].size() - prompt_len[i];
+          if (t == opt.eos_id || produced >= opt.max_new_tokens) {
+            active[i] = false;
+            break;
+          }
+        }
+        tcache.truncate(i, std::min<int64_t>(L + n, seqs[i].size() - 1));
+        dlen[i] = std::min<int64_t>(L + std::min<int64_t>(n, G - 1), seqs[i].size() - 1);
+        dcache.truncate(i, dlen[i]);
+      }
+    }
+
+    for (int64_t i = 0; i < B; ++i) {
+      auto& cont = out.continuations[first + i];
+      cont.assign(seqs[i].begin() + prompt_len[i], seqs[i].end());
+      if (!cont.empty() && cont.back() == opt.eos_id) cont.pop_back();
+      out.kept_tokens += cont.size();
+      out.timings[first + i] = request_timing(start, times[i]);
+    }
+  }
+  out.seconds = std::chrono::duration<double>(Clock::now() - start_all).count();
+  return out;
+}
+
+}  // namespace zl
