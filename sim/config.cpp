@@ -323,10 +323,9 @@ std::string trained_family(const std::string& variant) {
 }
 
 namespace {
-// A variant's own sections count toward its identity; another variant's do
-// not (a baseline run is the same run whatever fused.alpha says).
-// The verifier is trained apart from the language model, so verify.* keys
-// never enter train_id: baseline and sfvl share one checkpoint.
+// The verifier and the speculative draft are trained apart from the language
+// model, so verify.* and speculative.* keys never enter train_id: baseline,
+// sfvl and speculative share one checkpoint.
 bool relevant(const std::string& key, const std::string& variant, bool training_only) {
   auto family = trained_family(variant);
   if (key.rfind("verify.", 0) == 0) return variant == "sfvl" && !training_only;
@@ -336,6 +335,11 @@ bool relevant(const std::string& key, const std::string& variant, bool training_
   return true;
 }
 
+}  // namespace
+
+bool relevant_key(const std::string& key, const std::string& variant) { return relevant(key, variant, false); }
+
+namespace {
 std::string canonical(const RunConfig& cfg, bool training_only) {
   std::string text;
   for (const auto& k : config_keys()) {

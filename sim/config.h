@@ -149,6 +149,10 @@ std::string to_ini(const RunConfig& cfg);
 std::string run_id(const RunConfig& cfg);
 std::string train_id(const RunConfig& cfg);
 
+// Whether `key` is part of a `variant` run's identity (another variant's
+// section is not: a baseline run is the same whatever fused.alpha says).
+bool relevant_key(const std::string& key, const std::string& variant);
+
 // The model family a variant trains: baseline and sfvl share the language
 // model; oet starts from a trained sfcl model (SPEC §1).
 std::string trained_family(const std::string& variant);

@@ -53,7 +53,7 @@ namespace fs = std::filesystem;
 // ---- /index ------------------------------------------------------------------
 
 // The fixed leading columns of /index, in order; metrics follow, sorted.
-const std::vector<std::string> kIndexColumns = {"run_id", "train_id", "variant",     "seed",
+const std::vector<std::string> kIndexColumns = {"run_id", "train_id", "variant",     "setting", "seed",
                                                 "status", "error",    "started_utc", "finished_utc"};
 
 bool is_fixed_column(const std::string& name) {
@@ -65,6 +65,7 @@ std::string RunRecord::*string_field(const std::string& name) {
   if (name == "run_id") return &RunRecord::run_id;
   if (name == "train_id") return &RunRecord::train_id;
   if (name == "variant") return &RunRecord::variant;
+  if (name == "setting") return &RunRecord::setting;
   if (name == "status") return &RunRecord::status;
   if (name == "error") return &RunRecord::error;
   if (name == "started_utc") return &RunRecord::started_utc;

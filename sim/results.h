@@ -53,6 +53,8 @@ struct RunRecord {
   std::string run_id;       // hash of the resolved config
   std::string train_id;     // hash of the training keys only (shared checkpoint)
   std::string variant;
+  std::string setting;      // the study's swept keys that matter to this run, other than seed
+                            // and variant ("verify.threshold=0.5"); names a summary row
   int64_t seed = 0;
   std::string status;       // "complete" or "failed"
   std::string error;        // empty unless failed

@@ -21,7 +21,7 @@ _INTEGER_ROOT_ATTRS = ("schema_version", "git_dirty", "threads")
 # The fixed leading columns of /index, in order; one float64 column per
 # metric follows.
 INDEX_COLUMNS = (
-    "run_id", "train_id", "variant", "seed", "status", "error",
+    "run_id", "train_id", "variant", "setting", "seed", "status", "error",
     "started_utc", "finished_utc",
 )
 _STRING_COLUMNS = tuple(c for c in INDEX_COLUMNS if c != "seed")

@@ -386,7 +386,7 @@ TEST(Results, MergeSortsRowsFillsNaNAndCopiesRuns) {
   // Fixed columns first, then the union of metrics in name order.
   zl::h5::File file = zl::h5::File::open(out, false);
   EXPECT_EQ(file.dataset("index").read_table().names,
-            (std::vector<std::string>{"run_id", "train_id", "variant", "seed", "status", "error", "started_utc",
+            (std::vector<std::string>{"run_id", "train_id", "variant", "setting", "seed", "status", "error", "started_utc",
                                       "finished_utc", "bpb", "val_loss", "violation_rate"}));
   EXPECT_EQ(file.group("runs").children(), (std::vector<std::string>{"a1", "b2", "c3"}));
   // Copied groups keep their step scales, re-linked inside the merged file.
