@@ -32,6 +32,10 @@ struct VerifierImpl : torch::nn::Module {
   // tokens [N,W] int64 -> confidence logits [N] (sigmoid gives the confidence).
   torch::Tensor forward(const torch::Tensor& tokens);
   torch::Tensor confidence(const torch::Tensor& tokens) { return torch::sigmoid(forward(tokens)); }
+  // The same confidences for decoding (no gradient): on the CPU in eval mode
+  // a hand-written pass (two BLAS products and loops), whose cost stays in
+  // proportion to its FLOPs at batch 8; elsewhere confidence().
+  torch::Tensor score(const torch::Tensor& tokens);
 
   VerifierConfig cfg;
   torch::nn::Embedding embed{nullptr};

@@ -195,6 +195,9 @@ std::vector<KeySpec> build_registry() {
   k.push_back(float_key("decode.top_p", &R::decode, &DecodeConfig::top_p, E, "nucleus filter (1 = off)", in_range(0, 1, true)));
   k.push_back(int_key("decode.batch", &R::decode, &DecodeConfig::batch, E, "sequences decoded together", at_least(1)));
   k.push_back(int_key("decode.prompts", &R::decode, &DecodeConfig::prompts, E, "contract prompts judged", at_least(1)));
+  k.push_back(str_key("decode.step", &R::decode, &DecodeConfig::step, E,
+                      "fast (hand-written CPU decode step where the model allows) | reference (LibTorch modules)",
+                      one_of({"fast", "reference"})));
   k.push_back(int_key("decode.repeats", &R::decode, &DecodeConfig::repeats, E, "timing repeats after warm-up", at_least(1)));
 
   k.push_back(float_key("verify.threshold", &R::verify, &VerifyConfig::threshold, E, "re-sample below this confidence", in_range(0, 1)));

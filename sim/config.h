@@ -52,6 +52,7 @@ struct DecodeConfig {
   int64_t batch = 8;                    // sequences decoded together
   int64_t prompts = 32;                 // contract prompts judged for violation_rate
   int64_t repeats = 3;                  // timing repeats (after one warm-up pass)
+  std::string step = "fast";            // fast (hand-written CPU step where possible) | reference (LibTorch modules)
 };
 
 // sfvl (seed 002 §2.1): read by the verification layer.

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
+
+#include "models/decode_step.h"
 
 namespace zl {
 namespace {
@@ -41,6 +44,16 @@ torch::Tensor prefill(Transformer& model, KVCache& cache, const Batch& b, const 
 
 }  // namespace
 
+DecodeOptions decode_options(const DecodeConfig& d, int32_t eos_id) {
+  DecodeOptions opt;
+  opt.sampling = {d.temperature, d.top_k, d.top_p};
+  opt.max_new_tokens = d.max_new_tokens;
+  opt.batch = d.batch;
+  opt.eos_id = eos_id;
+  opt.fast_step = d.step == "fast";
+  return opt;
+}
+
 RequestTiming request_timing(Clock::time_point start, const std::vector<Clock::time_point>& times) {
   RequestTiming t;
   t.tokens = times.size();
@@ -56,6 +69,8 @@ DecodeOutput decode(Transformer& model, const std::vector<std::vector<int32_t>>&
                     at::Generator& gen, DecodeHook* hook) {
   torch::NoGradGuard no_grad;
   model->eval();
+  std::optional<DecodeStep> fast;
+  if (opt.fast_step && DecodeStep::supports(model)) fast.emplace(model);
   const auto dev = model->wte->weight.device();
   const int64_t max_prompt = model->cfg.context - opt.max_new_tokens;
   DecodeOutput out;
@@ -134,8 +149,12 @@ DecodeOutput decode(Transformer& model, const std::vector<std::vector<int32_t>>&
         newest[i] = b.seqs[i].back();
         finished[i] = !b.active[i];
       }
-      auto feed = torch::tensor(newest, torch::kLong).view({static_cast<int64_t>(B), 1});
-      logits = model->forward(feed.to(dev), cache).select(1, 0);  // [B,V]
+      if (fast) {
+        logits = fast->forward(newest, cache);  // [B,V]
+      } else {
+        auto feed = torch::tensor(newest, torch::kLong).view({static_cast<int64_t>(B), 1});
+        logits = model->forward(feed.to(dev), cache).select(1, 0);  // [B,V]
+      }
       cache.lengths -= torch::tensor(finished, torch::kLong).to(dev);
     }
 

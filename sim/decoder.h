@@ -10,6 +10,7 @@
 
 #include "models/sampling.h"
 #include "models/transformer.h"
+#include "sim/config.h"
 
 namespace zl {
 
@@ -18,7 +19,11 @@ struct DecodeOptions {
   int64_t max_new_tokens = 48;
   int64_t batch = 8;
   int32_t eos_id = -1;  // a sequence that samples eos stops (its later tokens are dropped)
+  bool fast_step = true;  // the hand-written CPU step (models/decode_step.h) where the model allows it
 };
+
+// The options a run's [decode] section describes.
+DecodeOptions decode_options(const DecodeConfig& d, int32_t eos_id);
 
 // The verification seam. After every decode step the decoder shows the hook
 // each sequence (prompt + kept tokens, the newest last); the hook answers,

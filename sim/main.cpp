@@ -9,6 +9,7 @@
 #include "datasets/tokenizer.h"
 #include "models/factory.h"
 #include "sim/checkpoint.h"
+#include "sim/decode_bench.h"
 #include "sim/config.h"
 #include "sim/decoder.h"
 #include "sim/provenance.h"
@@ -31,7 +32,8 @@ const char* kUsage =
     "  merge DIR         join DIR/runs/*.h5 into DIR/results.h5\n"
     "  claims RESULTS    the claims table (not built yet)\n"
     "  generate CKPT     sample from a checkpoint directory: --prompt TEXT\n"
-    "  info              build, library versions, BLAS, threads, devices\n\n"
+    "  info              build, library versions, BLAS, threads, devices\n"
+    "  bench-decode CONFIG  decode tokens/s of baseline and sfvl on a random model of CONFIG's shape\n\n"
     "Run 'zerolayer COMMAND --help' for a command's options. Every config key is\n"
     "also an option with its dotted name, e.g. --train.steps 200.\n";
 
@@ -168,6 +170,27 @@ int cmd_generate(int argc, char** argv) {
   return 0;
 }
 
+int cmd_bench_decode(int argc, char** argv) {
+  po::options_description opts("zerolayer bench-decode CONFIG [options]");
+  opts.add_options()("help,h", "this help")("config", po::value<std::string>(), "study file giving the shape")(
+      "prompt-tokens", po::value<int64_t>()->default_value(32), "random prompt tokens per sequence")(
+      "repeats", po::value<int64_t>()->default_value(3), "timed passes per decoder (best kept)");
+  opts.add(key_options());
+  po::positional_options_description pos;
+  pos.add("config", 1);
+  auto vm = parse(argc, argv, opts, pos);
+  if (vm.count("help") || !vm.count("config")) {
+    std::cout << opts << "\n";
+    return vm.count("help") ? 0 : 2;
+  }
+  RunConfig cfg = load_study(vm["config"].as<std::string>(), overrides_from(vm)).base;
+  auto r = run_decode_bench(cfg, vm["prompt-tokens"].as<int64_t>(), vm["repeats"].as<int64_t>());
+  std::printf("{\"baseline_tok_s\": %.1f, \"sfvl_tok_s\": %.1f, \"sfvl_checks_per_token\": %.4f, "
+              "\"verifier_time_share\": %.5f, \"verifier_flops_share\": %.5f}\n",
+              r.baseline_tok_s, r.sfvl_tok_s, r.sfvl_checks_per_token, r.verifier_time_share, r.verifier_flops_share);
+  return 0;
+}
+
 int cmd_info() {
   configure_threads(0);
   std::printf("zerolayer %s (%s build, commit %s)\n", ZL_VERSION, ZL_BUILD_TYPE, ZL_GIT_COMMIT);
@@ -200,6 +223,7 @@ int main(int argc, char** argv) {
     if (cmd == "merge") return cmd_merge(argc - 1, argv + 1, command_line);
     if (cmd == "generate") return cmd_generate(argc - 1, argv + 1);
     if (cmd == "info") return cmd_info();
+    if (cmd == "bench-decode") return cmd_bench_decode(argc - 1, argv + 1);
     if (cmd == "claims") {
       std::fprintf(stderr, "zerolayer claims: the claims registry is not built yet\n");
       return 2;

@@ -93,11 +93,7 @@ RunRecord execute_run(const RunConfig& cfg) {
   // trainer → decoder: one pass for quality (the run's own sampling seed),
   // then `repeats` timed passes.
   Prompts prompts = make_prompts(cfg, ds);
-  DecodeOptions opt;
-  opt.sampling = {cfg.decode.temperature, cfg.decode.top_k, cfg.decode.top_p};
-  opt.max_new_tokens = cfg.decode.max_new_tokens;
-  opt.batch = cfg.decode.batch;
-  opt.eos_id = ds.tokenizer->eos_id();
+  DecodeOptions opt = decode_options(cfg.decode, ds.tokenizer->eos_id());
   at::Generator gen = make_generator(static_cast<uint64_t>(cfg.seed) * 7919 + 17);
   DecodeOutput quality = stage->decode(ctx, prompts.tokens, opt, gen, /*logged=*/true);
 

@@ -71,7 +71,7 @@ class SfvlStage : public VariantStage {
 
   void finish(const StageContext& ctx, const Prompts& prompts, const DecodeOutput& quality, RunRecord& r) override {
     const auto& cfg = ctx.cfg;
-    DecodeOptions opt = options(cfg, ctx);
+    DecodeOptions opt = decode_options(cfg.decode, ctx.data.tokenizer->eos_id());
     // Context sweep: document openings of growing length, so that checks
     // cover contexts from a few tokens to the full model context (S002-context).
     const int64_t C = cfg.model.context, budget = C - cfg.decode.max_new_tokens;
@@ -143,15 +143,6 @@ class SfvlStage : public VariantStage {
   }
 
  private:
-  DecodeOptions options(const RunConfig& cfg, const StageContext& ctx) const {
-    DecodeOptions opt;
-    opt.sampling = {cfg.decode.temperature, cfg.decode.top_k, cfg.decode.top_p};
-    opt.max_new_tokens = cfg.decode.max_new_tokens;
-    opt.batch = cfg.decode.batch;
-    opt.eos_id = ctx.data.tokenizer->eos_id();
-    return opt;
-  }
-
   VerifyPolicy policy(const RunConfig& cfg, const DecodeOptions& opt) const {
     return {cfg.verify.threshold, cfg.verify.drop, opt.sampling.temperature, cfg.verify.temp_bump,
             cfg.verify.max_retries};
@@ -160,7 +151,7 @@ class SfvlStage : public VariantStage {
   DecodeOutput run(const StageContext& ctx, const std::vector<std::vector<int32_t>>& prompts,
                    const DecodeOptions& opt, at::Generator& gen, bool logged, const std::string& pass) {
     Verifier v = verifier_;
-    VerifyHook hook([v](const torch::Tensor& w) mutable { return v->confidence(w); }, v->cfg.window,
+    VerifyHook hook([v](const torch::Tensor& w) mutable { return v->score(w); }, v->cfg.window,
                     policy(ctx.cfg, opt), static_cast<uint64_t>(ctx.cfg.seed) * 6151 + passes_++, logged, pass);
     DecodeOutput out = zl::decode(ctx.model, prompts, opt, gen, &hook);
     if (logged) {

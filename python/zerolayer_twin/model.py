@@ -41,6 +41,22 @@ class Attention(nn.Module):
         y = F.softmax(att, dim=-1) @ v  # [B,H,T,D]
         return self.proj(y.transpose(1, 2).reshape(B, T, C))
 
+    def forward_cached(self, x, past):
+        """x [B,T,C]: a prompt (past None) or one new token per sequence; past (k, v) each [B,H,L,D]."""
+        B, T, C = x.shape
+        H, D = self.c.heads, C // self.c.heads
+        q, k, v = self.qkv(x).view(B, T, 3, H, D).permute(2, 0, 3, 1, 4)  # each [B,H,1,D]
+        if past is not None:
+            k = torch.cat([past[0], k], dim=2)  # [B,H,L+1,D]
+            v = torch.cat([past[1], v], dim=2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(D))  # [B,H,T,L+T]
+        if T > 1:
+            assert past is None, "several new tokens only for a prompt"
+            att = att.masked_fill(~self.mask[:T, :T], float("-inf"))
+        att = F.softmax(att, dim=-1)
+        y = att @ v  # [B,H,T,D]
+        return self.proj(y.transpose(1, 2).reshape(B, T, C)), (k, v)
+
 
 class Mlp(nn.Module):
     def __init__(self, c: TwinConfig):
@@ -64,6 +80,11 @@ class Block(nn.Module):
         x = x + self.attn(self.ln1(x))
         return x + self.mlp(self.ln2(x))
 
+    def forward_cached(self, x, past):
+        a, past = self.attn.forward_cached(self.ln1(x), past)
+        x = x + a
+        return x + self.mlp(self.ln2(x)), past
+
 
 class Twin(nn.Module):
     def __init__(self, c: TwinConfig):
@@ -84,6 +105,16 @@ class Twin(nn.Module):
         for b in self.blocks:
             x = b(x)
         return F.linear(self.ln_f(x), self.wte.weight)  # head tied to the embedding
+
+    def forward_cached(self, idx, pasts=None):
+        """The eager KV-cache step: idx [B,T] after the cached tokens; returns logits [B,T,V] and the new pasts."""
+        L = 0 if pasts is None else pasts[0][0].shape[2]
+        x = self.wte(idx) + self.wpe(torch.arange(L, L + idx.shape[1], device=idx.device))
+        new = []
+        for i, b in enumerate(self.blocks):
+            x, p = b.forward_cached(x, None if pasts is None else pasts[i])
+            new.append(p)
+        return F.linear(self.ln_f(x), self.wte.weight), new
 
     def loss(self, idx, targets):
         logits = self.forward(idx)

@@ -36,6 +36,15 @@ TEST(Verifier, ShapesAndParameterCount) {
   EXPECT_TRUE((c >= 0).all().item<bool>() && (c <= 1).all().item<bool>());
 }
 
+TEST(Verifier, FastScoreEqualsTheModule) {
+  torch::manual_seed(1);
+  Verifier v(VerifierConfig{100, 5, 12});
+  v->eval();
+  auto w = torch::randint(100, {9, 5}, torch::kLong);
+  torch::NoGradGuard no_grad;
+  EXPECT_TRUE(torch::allclose(v->score(w), v->confidence(w), 1e-5, 1e-5));
+}
+
 TEST(Verifier, SizedForAShareOfTheModel) {
   auto vc = VerifierConfig::sized_for(1024, 5, 47000);
   EXPECT_NEAR(vc.parameter_count(), 47000, 1500);  // one width step is ~1.1k parameters here

@@ -1,0 +1,58 @@
+#include "sim/decode_bench.h"
+
+#include <algorithm>
+
+#include "models/factory.h"
+#include "models/verifier.h"
+#include "sim/cost.h"
+#include "sim/decoder.h"
+#include "sim/runtime.h"
+#include "sim/verify_hook.h"
+
+namespace zl {
+
+DecodeBenchResult run_decode_bench(const RunConfig& cfg, int64_t prompt_tokens, int64_t repeats) {
+  configure_threads(cfg.train.threads);
+  ModelConfig mc = cfg.model;
+  mc.vocab = cfg.data.tokenizer == "byte" ? 257 : cfg.data.vocab_size;
+  torch::manual_seed(static_cast<uint64_t>(cfg.seed));
+  Transformer model = make_model("baseline", mc);
+  model->to(resolve_device(cfg.train.device));
+  const int64_t target = static_cast<int64_t>(cfg.verify.params_ratio * model->parameter_count());
+  Verifier verifier(VerifierConfig::sized_for(mc.vocab, cfg.verify.window, target));
+  verifier->eval();
+
+  auto prompt_tensor = torch::randint(mc.vocab, {cfg.decode.batch, prompt_tokens}, torch::kInt);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int64_t i = 0; i < cfg.decode.batch; ++i) {
+    auto row = prompt_tensor[i].contiguous();
+    prompts.emplace_back(row.data_ptr<int32_t>(), row.data_ptr<int32_t>() + prompt_tokens);
+  }
+  DecodeOptions opt = decode_options(cfg.decode, /*eos_id=*/-1);
+
+  DecodeBenchResult r;
+  for (int64_t rep = 0; rep <= repeats; ++rep) {  // rep 0 warms up
+    auto gen = make_generator(17 + rep);
+    DecodeOutput base = decode(model, prompts, opt, gen);
+    if (rep > 0) r.baseline_tok_s = std::max(r.baseline_tok_s, base.kept_tokens / base.seconds);
+
+    VerifyHook hook([&](const torch::Tensor& w) { return verifier->score(w); }, cfg.verify.window,
+                    {cfg.verify.threshold, cfg.verify.drop, cfg.decode.temperature, cfg.verify.temp_bump,
+                     cfg.verify.max_retries},
+                    31 + rep, /*log=*/false);
+    DecodeOutput v = decode(model, prompts, opt, gen, &hook);
+    if (rep > 0 && v.kept_tokens / v.seconds > r.sfvl_tok_s) {
+      r.sfvl_tok_s = v.kept_tokens / v.seconds;
+      r.sfvl_checks_per_token = static_cast<double>(hook.checks) / v.kept_tokens;
+      r.verifier_time_share = hook.seconds / v.seconds;
+    }
+  }
+  // Per check: one verifier pass and one model step (the token it checks),
+  // at the mean context of the decode.
+  const double lm = total_flops(flops_per_token(mc, prompt_tokens + cfg.decode.max_new_tokens / 2));
+  const double ver = verifier->cfg.flops_per_check();
+  r.verifier_flops_share = ver / (lm + ver);
+  return r;
+}
+
+}  // namespace zl

@@ -1,0 +1,91 @@
+// The hand-written decode step against the reference path (the LibTorch
+// modules): same logits and same cache contents, with sequences of different
+// lengths and after a rollback.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "models/blas.h"
+#include "models/decode_step.h"
+#include "models/sampling.h"
+#include "models/transformer.h"
+#include "sim/decoder.h"
+
+namespace zl {
+namespace {
+
+ModelConfig shape() {
+  ModelConfig c;
+  c.vocab = 61;
+  c.layers = 2;
+  c.heads = 4;
+  c.dim = 32;
+  c.context = 24;
+  return c;
+}
+
+TEST(DecodeStep, MatmulMatchesTorch) {
+  auto a = torch::randn({5, 300}), w = torch::randn({700, 300});
+  auto c = torch::empty({5, 700});
+  matmul_bt(5, 700, 300, a.data_ptr<float>(), w.data_ptr<float>(), c.data_ptr<float>());  // split across threads
+  EXPECT_TRUE(torch::allclose(c, a.mm(w.t()), 1e-4, 1e-4));
+  auto c2 = torch::empty({5, 7});
+  matmul_bt(5, 7, 300, a.data_ptr<float>(), w.data_ptr<float>(), c2.data_ptr<float>());
+  EXPECT_TRUE(torch::allclose(c2, a.mm(w.narrow(0, 0, 7).t()), 1e-4, 1e-4));
+}
+
+TEST(DecodeStep, SameLogitsAndCacheAsTheReferencePath) {
+  torch::manual_seed(4);
+  Transformer model(shape());
+  model->eval();
+  torch::NoGradGuard no_grad;
+  ASSERT_TRUE(DecodeStep::supports(model));
+  DecodeStep fast(model);
+  auto ref = model->make_cache(3), mine = model->make_cache(3);
+  auto prompt = torch::randint(61, {3, 6}, torch::kLong);
+  model->forward(prompt, ref);
+  model->forward(prompt, mine);
+  ref.truncate(1, 2);  // sequences of different lengths, one rolled back
+  mine.truncate(1, 2);
+  for (int step = 0; step < 10; ++step) {
+    std::vector<int64_t> tok{(step * 7) % 61, (step * 5 + 3) % 61, (step * 11 + 1) % 61};
+    auto want = model->forward(torch::tensor(tok).view({3, 1}), ref).select(1, 0);
+    auto got = fast.forward(tok, mine);
+    ASSERT_TRUE(torch::allclose(got, want, 1e-4, 1e-4)) << "step " << step << " max diff "
+                                                        << (got - want).abs().max().item<float>();
+  }
+  EXPECT_TRUE(torch::equal(ref.lengths, mine.lengths));
+  for (size_t l = 0; l < ref.layers.size(); ++l)
+    for (int64_t b = 0; b < 3; ++b) {
+      const int64_t n = ref.lengths[b].item<int64_t>();
+      EXPECT_TRUE(torch::allclose(ref.layers[l].k[b].narrow(1, 0, n), mine.layers[l].k[b].narrow(1, 0, n), 1e-5, 1e-5));
+      EXPECT_TRUE(torch::allclose(ref.layers[l].v[b].narrow(1, 0, n), mine.layers[l].v[b].narrow(1, 0, n), 1e-5, 1e-5));
+    }
+}
+
+TEST(DecodeStep, RefusesWhatItCannotRun) {
+  Transformer model(shape());
+  model->train();
+  EXPECT_FALSE(DecodeStep::supports(model));  // training mode (dropout)
+  model->eval();
+  EXPECT_TRUE(DecodeStep::supports(model));
+  model->register_parameter("extra", torch::zeros({3}));  // a variant's own part
+  EXPECT_FALSE(DecodeStep::supports(model));
+}
+
+TEST(DecodeStep, DecodeGivesTheSameTokensOnBothPaths) {
+  torch::manual_seed(5);
+  Transformer model(shape());
+  std::vector<std::vector<int32_t>> prompts{{1, 2, 3}, {4}, {5, 6, 7, 8, 9}};
+  DecodeOptions opt;
+  opt.max_new_tokens = 8;
+  opt.batch = 3;
+  opt.sampling.temperature = 0;  // greedy: tokens follow the logits, not a draw near a boundary
+  auto g1 = make_generator(1), g2 = make_generator(1);
+  auto fast = decode(model, prompts, opt, g1);
+  opt.fast_step = false;
+  auto ref = decode(model, prompts, opt, g2);
+  EXPECT_EQ(fast.continuations, ref.continuations);
+}
+
+}  // namespace
+}  // namespace zl
