@@ -428,7 +428,7 @@ void finish_spec(ClaimSpec& s, const std::map<std::string, std::string>& kv, con
         throw std::runtime_error(where + ": claim " + s.id + ": tolerance '" + tol + "' is not a number >= 0");
       s.region_lo = c - t;
       s.region_hi = c + t;
-      s.claimed_text = claimed + " ± " + tt;
+      s.claimed_text = claimed + " +- " + tt;
     }
   }
 }

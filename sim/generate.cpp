@@ -13,6 +13,22 @@
 namespace zl {
 namespace fs = std::filesystem;
 
+namespace {
+RunConfig checkpoint_run_config(const std::string& dir, std::string* ini) {
+  *ini = checkpoint_config(dir);
+  return parse_study(*ini, dir + "/config.ini", {}).base;
+}
+std::unique_ptr<Tokenizer> tokenizer_for(const RunConfig& cfg, const std::string& dir) {
+  return cfg.data.tokenizer == "byte" ? make_byte_tokenizer()
+                                      : load_tokenizer("sentencepiece", (fs::path(dir) / "tokenizer.model").string());
+}
+}  // namespace
+
+std::unique_ptr<Tokenizer> checkpoint_tokenizer(const std::string& dir) {
+  std::string ini;
+  return tokenizer_for(checkpoint_run_config(dir, &ini), dir);
+}
+
 struct Generator::Impl {
   std::string config_ini;
   RunConfig cfg;
@@ -23,11 +39,9 @@ struct Generator::Impl {
 
 Generator::Generator(const std::string& dir) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
-  m.config_ini = checkpoint_config(dir);
-  m.cfg = parse_study(m.config_ini, dir + "/config.ini", {}).base;
+  m.cfg = checkpoint_run_config(dir, &m.config_ini);
   configure_threads(m.cfg.train.threads);
-  m.tok = m.cfg.data.tokenizer == "byte" ? make_byte_tokenizer()
-                                         : load_tokenizer("sentencepiece", (fs::path(dir) / "tokenizer.model").string());
+  m.tok = tokenizer_for(m.cfg, dir);
   m.mc = m.cfg.model;
   m.mc.vocab = m.tok->vocab_size();
   m.model = make_model(m.cfg.variant, m.mc);

@@ -20,6 +20,10 @@ struct GenerateOptions {
   uint64_t seed = 1;            // sampling seed
 };
 
+// The tokenizer a checkpoint was trained with (byte, or the SentencePiece
+// model saved beside it). Throws naming the directory.
+std::unique_ptr<Tokenizer> checkpoint_tokenizer(const std::string& checkpoint_dir);
+
 class Generator {
  public:
   // Loads the model, its resolved config and its tokenizer from a checkpoint

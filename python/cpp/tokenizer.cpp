@@ -2,12 +2,9 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
-#include <filesystem>
-
 #include "datasets/tokenizer.h"
 #include "python/cpp/module.h"
-#include "sim/checkpoint.h"
-#include "sim/study_file.h"
+#include "sim/generate.h"
 
 namespace py = pybind11;
 
@@ -38,12 +35,7 @@ void register_tokenizer(py::module& m) {
           "A trained SentencePiece model file (e.g. output.dir/cache/tokenizer-*.model).")
       .def_static(
           "from_checkpoint",
-          [](const std::string& dir) -> std::unique_ptr<Tokenizer> {
-            // The checkpoint's config says which kind; a SentencePiece model is saved beside it.
-            const RunConfig cfg = parse_study(checkpoint_config(dir), dir + "/config.ini", {}).base;
-            if (cfg.data.tokenizer == "byte") return make_byte_tokenizer();
-            return load_tokenizer("sentencepiece", (std::filesystem::path(dir) / "tokenizer.model").string());
-          },
+          [](const std::string& dir) { return checkpoint_tokenizer(dir); },
           py::arg("checkpoint_dir"), "The tokenizer a run trained with, from its checkpoint directory.")
       .def(
           "encode", [](const Tokenizer& t, const std::string& text) { return to_array(t.encode(text)); },

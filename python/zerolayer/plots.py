@@ -44,8 +44,8 @@ def rates_by_context(events, bins=8, by="variant", column="resampled"):
     flag = (events[column].astype(float) != 0).astype(float)
     out = (pd.DataFrame({by: events[by], "bin": cut, "flag": flag})
            .groupby([by, "bin"], observed=True)["flag"].agg(["mean", "size"]).reset_index())
-    out["context_lo"] = out["bin"].map(lambda b: b.left)
-    out["context_hi"] = out["bin"].map(lambda b: b.right)
+    out["context_lo"] = [float(b.left) for b in out["bin"]]
+    out["context_hi"] = [float(b.right) for b in out["bin"]]
     out["context_mid"] = (out["context_lo"] + out["context_hi"]) / 2
     return out.rename(columns={"mean": "rate", "size": "events"}).drop(columns="bin")
 
