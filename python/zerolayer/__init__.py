@@ -37,8 +37,9 @@ def __getattr__(name):
     # The native names load on first use, so `import zerolayer` for plotting
     # needs no build and does not load LibTorch.
     if name in _NATIVE or name == "_native":
-        from . import _native
-        return _native if name == "_native" else getattr(_native, name)
+        import importlib
+        native = importlib.import_module(__name__ + "._native")  # not `from . import`: that calls us again
+        return native if name == "_native" else getattr(native, name)
     raise AttributeError(f"module 'zerolayer' has no attribute {name!r}")
 
 
