@@ -454,6 +454,38 @@ std::map<std::string, std::string> parse_config_ini(const std::string& ini) {
   return out;
 }
 
+std::map<std::string, std::string> setting_labels(const std::vector<ClaimRun>& runs) {
+  std::map<std::string, std::vector<const ClaimRun*>> by_variant;
+  for (const auto& r : runs) {
+    auto it = r.config.find("variant");
+    by_variant[it == r.config.end() ? "?" : it->second].push_back(&r);
+  }
+  std::map<std::string, std::string> labels;
+  for (const auto& [variant, members] : by_variant) {
+    std::set<std::string> keys, varying;
+    for (const ClaimRun* r : members)
+      for (const auto& kv : r->config) keys.insert(kv.first);
+    for (const std::string& k : keys) {
+      if (k == "seed" || k == "variant" || k.rfind("output.", 0) == 0) continue;
+      std::set<std::string> values;
+      for (const ClaimRun* r : members) {
+        auto it = r->config.find(k);
+        values.insert(it == r->config.end() ? "" : it->second);
+      }
+      if (values.size() > 1) varying.insert(k);
+    }
+    for (const ClaimRun* r : members) {
+      std::string label = variant;
+      for (const std::string& k : varying) {
+        auto it = r->config.find(k);
+        label += " " + k + "=" + (it == r->config.end() ? "" : it->second);
+      }
+      labels[r->run_id] = label;
+    }
+  }
+  return labels;
+}
+
 std::vector<ClaimSpec> parse_registry(const std::string& text, const std::string& file) {
   static const std::set<std::string> kKeys = {"source", "claim",   "metric",    "comparison", "treatment",
                                               "control", "over",   "table",     "x",          "y",

@@ -48,6 +48,12 @@ struct ClaimsInput {
 // Reads every run of a results file (index, config; tables on demand).
 ClaimsInput load_claims_input(const std::string& results_file);
 
+// A label per run_id naming its setting: the variant plus every config key
+// whose value varies between runs of that variant (seed and output keys
+// excluded), e.g. "sfvl verify.threshold=0.82". Runs that differ only in the
+// seed share a label: a row of a summary over seeds.
+std::map<std::string, std::string> setting_labels(const std::vector<ClaimRun>& runs);
+
 // "variant = sfvl\n[verify]\nthreshold = 0.82\n" -> {variant: sfvl, verify.threshold: 0.82}.
 std::map<std::string, std::string> parse_config_ini(const std::string& ini);
 

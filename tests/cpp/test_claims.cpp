@@ -292,6 +292,19 @@ TEST(LeastSquares, FitsAKnownLineAndRefusesDegenerateInput) {
   EXPECT_THROW(zl::fit_line({1, 2}, {1}), std::invalid_argument);
 }
 
+TEST(Claims, SettingLabelsNameTheKeysThatVaryWithinAVariant) {
+  std::vector<ClaimRun> runs = {
+      run("a", "variant=sfvl verify.threshold=0.8 model.dim=32 output.dir=x", 1, {}),
+      run("b", "variant=sfvl verify.threshold=0.9 model.dim=32 output.dir=y", 2, {}),
+      run("c", "variant=baseline verify.threshold=0.8 model.dim=32", 1, {}),
+      run("d", "variant=baseline verify.threshold=0.8 model.dim=32", 2, {})};
+  auto labels = zl::setting_labels(runs);
+  EXPECT_EQ(labels["a"], "sfvl verify.threshold=0.8");
+  EXPECT_EQ(labels["b"], "sfvl verify.threshold=0.9");
+  EXPECT_EQ(labels["c"], "baseline");  // only the seed varies
+  EXPECT_EQ(labels["d"], "baseline");
+}
+
 TEST(Claims, ConfigIniParsesTopLevelAndSections) {
   auto m = zl::parse_config_ini("variant = sfvl\nseed = 3\n\n[verify]\nthreshold = 0.82\n[decode]\ntop_p = 1\n");
   EXPECT_EQ(m["variant"], "sfvl");
