@@ -19,6 +19,7 @@ for _d in (_os.environ.get("ZL_PYTHON_BUILD", ""),
 from .results import (  # noqa: E402
     bootstrap_ci,
     check_results_file,
+    checkpoint_dir,
     load_claims,
     load_configs,
     load_curve,
@@ -44,6 +45,6 @@ def __getattr__(name):
 
 
 __all__ = list(_NATIVE) + [
-    "bootstrap_ci", "check_results_file", "load_claims", "load_configs", "load_curve", "load_events",
+    "bootstrap_ci", "check_results_file", "checkpoint_dir", "load_claims", "load_configs", "load_curve", "load_events",
     "load_index", "load_table", "pareto_front", "settings", "summarize",
 ]

@@ -63,6 +63,20 @@ def settings(path, index=None):
     return pd.Series(labels, name="setting").rename_axis("run_id")
 
 
+def checkpoint_dir(path, run_id):
+    """The checkpoint directory of a run of a results file: output.dir/checkpoints/<train_id>,
+    with output.dir taken as the results file's folder (where a study writes results.h5).
+    For zerolayer.Generator(...) and zerolayer.Tokenizer.from_checkpoint(...)."""
+    import os
+    index = load_index(path).set_index("run_id")
+    if run_id not in index.index:
+        raise KeyError(f"{path}: no run {run_id!r}")
+    d = os.path.join(os.path.dirname(os.path.abspath(path)), "checkpoints", index.at[run_id, "train_id"])
+    if not os.path.isdir(d):
+        raise FileNotFoundError(f"{d}: the checkpoint of run {run_id} is not beside {path}")
+    return d
+
+
 def load_events(path, run_ids=None):
     """Every run's decode/events table, concatenated with run_id, variant and
     seed columns. Empty (with the documented columns) when no run logged events."""

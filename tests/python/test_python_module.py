@@ -35,7 +35,8 @@ def tiny_run(tmp_path_factory):
                                                 "decode.repeats": 1, "seed": 5, "output.verbosity": 0})
     assert res["exit_code"] == 0
     index = zerolayer.load_index(res["results"])
-    ckpt = os.path.join(out, "checkpoints", index["train_id"][0])
+    ckpt = zerolayer.checkpoint_dir(res["results"], index["run_id"][0])
+    assert ckpt == os.path.join(out, "checkpoints", index["train_id"][0])
     return res["results"], ckpt
 
 
