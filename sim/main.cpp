@@ -9,7 +9,9 @@
 #include "datasets/tokenizer.h"
 #include "models/factory.h"
 #include "sim/checkpoint.h"
+#include "sim/claims.h"
 #include "sim/decode_bench.h"
+#include "sim/generate.h"
 #include "sim/config.h"
 #include "sim/decoder.h"
 #include "sim/provenance.h"
@@ -30,7 +32,7 @@ const char* kUsage =
     "  train CONFIG      one run of CONFIG (its grid is not expanded); results under output.dir\n"
     "  ablate CONFIG     every run of CONFIG's grid; resumes, skipping complete runs\n"
     "  merge DIR         join DIR/runs/*.h5 into DIR/results.h5\n"
-    "  claims RESULTS    the claims table (not built yet)\n"
+    "  claims RESULTS    the claims table: each claim of the seed articles, measured and judged\n"
     "  generate CKPT     sample from a checkpoint directory: --prompt TEXT\n"
     "  info              build, library versions, BLAS, threads, devices\n"
     "  bench-decode CONFIG  decode tokens/s of baseline and sfvl on a random model of CONFIG's shape\n\n"
@@ -114,15 +116,12 @@ int cmd_merge(int argc, char** argv, const std::string& command_line) {
   return 0;
 }
 
-void write_logits(Transformer& model, const std::vector<int32_t>& prompt, const std::string& path) {
-  torch::NoGradGuard no_grad;
-  model->eval();
-  auto ids = torch::tensor(std::vector<int64_t>(prompt.begin(), prompt.end()), torch::kLong).unsqueeze(0);
-  auto logits = model->forward(ids)[0].to(torch::kFloat).contiguous();  // [T,V]
+void write_logits(Generator& gen, const std::vector<int32_t>& prompt, const std::string& path) {
+  int64_t dims[2];
+  auto logits = gen.logits(prompt, &dims[0], &dims[1]);
   std::ofstream out(path, std::ios::binary);
-  int64_t dims[2] = {logits.size(0), logits.size(1)};
   out.write(reinterpret_cast<const char*>(dims), sizeof dims);
-  out.write(reinterpret_cast<const char*>(logits.data_ptr<float>()), logits.numel() * sizeof(float));
+  out.write(reinterpret_cast<const char*>(logits.data()), logits.size() * sizeof(float));
   if (!out) throw std::runtime_error(path + ": cannot write logits");
 }
 
@@ -144,29 +143,45 @@ int cmd_generate(int argc, char** argv) {
     std::cout << opts << "\n";
     return vm.count("help") ? 0 : 2;
   }
-  const std::string dir = vm["checkpoint"].as<std::string>();
-  const std::string ini = checkpoint_config(dir);
-  Study study = parse_study(ini, dir + "/config.ini", {});
-  RunConfig cfg = study.base;
-  configure_threads(cfg.train.threads);
-  auto tok = cfg.data.tokenizer == "byte" ? make_byte_tokenizer()
-                                           : load_tokenizer("sentencepiece", (fs::path(dir) / "tokenizer.model").string());
-  ModelConfig mc = cfg.model;
-  mc.vocab = tok->vocab_size();
-  Transformer model = make_model(cfg.variant, mc);
-  CheckpointDir(dir).load(&model, nullptr);
+  Generator gen(vm["checkpoint"].as<std::string>());
+  GenerateOptions opt;
+  opt.max_new_tokens = vm["max-new-tokens"].as<int64_t>();
+  opt.temperature = vm["temperature"].as<double>();
+  opt.top_k = vm["top-k"].as<int64_t>();
+  opt.top_p = vm["top-p"].as<double>();
+  opt.seed = static_cast<uint64_t>(vm["seed"].as<int64_t>());
+  auto prompt = gen.tokenizer().encode(vm["prompt"].as<std::string>());
+  if (prompt.empty()) prompt.push_back(gen.tokenizer().eos_id());  // start of a document
+  if (vm.count("logits-out")) write_logits(gen, prompt, vm["logits-out"].as<std::string>());
+  std::cout << vm["prompt"].as<std::string>() << gen.tokenizer().decode(gen.generate(prompt, opt)) << "\n";
+  return 0;
+}
 
-  DecodeOptions opt;
-  opt.sampling = {vm["temperature"].as<double>(), vm["top-k"].as<int64_t>(), vm["top-p"].as<double>()};
-  opt.max_new_tokens = std::min<int64_t>(vm["max-new-tokens"].as<int64_t>(), mc.context - 1);
-  opt.batch = 1;
-  opt.eos_id = tok->eos_id();
-  auto prompt = tok->encode(vm["prompt"].as<std::string>());
-  if (prompt.empty()) prompt.push_back(tok->eos_id());  // start of a document
-  if (vm.count("logits-out")) write_logits(model, prompt, vm["logits-out"].as<std::string>());
-  at::Generator gen = make_generator(static_cast<uint64_t>(vm["seed"].as<int64_t>()));
-  auto out = decode(model, {prompt}, opt, gen);
-  std::cout << vm["prompt"].as<std::string>() << tok->decode(out.continuations[0]) << "\n";
+int cmd_claims(int argc, char** argv) {
+  po::options_description opts("zerolayer claims RESULTS.h5 [options]");
+  opts.add_options()("help,h", "this help")("results", po::value<std::string>(), "a merged results file")(
+      "registry", po::value<std::string>()->default_value(std::string(ZL_SOURCE_DIR) + "/ablations/claims.registry"),
+      "claims registry (its header documents the format and the verdict rule)")(
+      "level", po::value<double>()->default_value(0.95), "confidence level of the bootstrap intervals")(
+      "no-write", "print only; do not write the /claims table into RESULTS");
+  po::positional_options_description pos;
+  pos.add("results", 1);
+  auto vm = parse(argc, argv, opts, pos);
+  if (vm.count("help") || !vm.count("results")) {
+    std::cout << opts << "\n";
+    return vm.count("help") ? 0 : 2;
+  }
+  const double level = vm["level"].as<double>();
+  if (!(level > 0 && level < 1)) throw ConfigError("--level: must be in (0, 1), got " + std::to_string(level));
+  const std::string results = vm["results"].as<std::string>();
+  if (!fs::exists(results)) throw std::runtime_error("results file '" + results + "' does not exist");
+  auto specs = load_registry(vm["registry"].as<std::string>());
+  auto table = evaluate_claims(specs, load_claims_input(results), level);
+  std::cout << format_claims(table);
+  if (!vm.count("no-write")) {
+    write_table(results, "claims", claims_table(table));
+    std::printf("wrote /claims (%zu rows) into %s\n", table.size(), results.c_str());
+  }
   return 0;
 }
 
@@ -224,10 +239,7 @@ int main(int argc, char** argv) {
     if (cmd == "generate") return cmd_generate(argc - 1, argv + 1);
     if (cmd == "info") return cmd_info();
     if (cmd == "bench-decode") return cmd_bench_decode(argc - 1, argv + 1);
-    if (cmd == "claims") {
-      std::fprintf(stderr, "zerolayer claims: the claims registry is not built yet\n");
-      return 2;
-    }
+    if (cmd == "claims") return cmd_claims(argc - 1, argv + 1);
     std::fprintf(stderr, "zerolayer: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
     return 2;
   } catch (const po::error& e) {

@@ -8,6 +8,7 @@
 
 #include <c10/util/Exception.h>
 
+#include "sim/claims.h"
 #include "sim/progress.h"
 #include "sim/provenance.h"
 #include "sim/results.h"
@@ -124,16 +125,18 @@ void print_summary(const std::string& results_file) {
   const std::vector<std::pair<std::string, const char*>> headline = {
       {"val_loss", "%.3f"},       {"bpb", "%.3f"},          {"violation_rate", "%.3f"}, {"repetition_rate", "%.3f"},
       {"train_tok_s", "%.0f"},    {"decode_tok_s", "%.0f"}, {"ttft_ms_p50", "%.2f"}};
-  // A row of the table: every run whose config matches but for the seed.
+  // A row of the table: every run whose config matches but for the seed
+  // (the variant and the keys that vary between its runs, read from each
+  // run's stored config, so a temperature sweep gives one row per temperature).
+  const auto labels = setting_labels(load_claims_input(results_file).runs);
   std::map<std::string, std::vector<const IndexRow*>> groups;
   for (const auto& r : rows) {
-    std::string key = r.strings.at("variant");
-    auto it = r.strings.find("setting");
-    if (it != r.strings.end() && !it->second.empty()) key += " " + it->second;
+    auto it = labels.find(r.strings.at("run_id"));
+    std::string key = it != labels.end() ? it->second : r.strings.at("variant");
     if (r.strings.at("status") != "complete") key += " (failed)";
     groups[key].push_back(&r);
   }
-  std::printf("\n%-28s %5s", "variant", "seeds");
+  std::printf("\n%-28s %5s", "setting", "seeds");
   for (const auto& [m, f] : headline) std::printf(" %24s", m.c_str());
   std::printf("\n");
   for (const auto& [key, members] : groups) {

@@ -8,6 +8,10 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "python"))
+# The native module zerolayer._native: CTest passes its build folder; by hand,
+# the default build folder. python/zerolayer/__init__.py finds it there.
+PYTHON_BUILD = os.environ.get("ZL_PYTHON_BUILD", os.path.join(ROOT, "build", "python"))
+os.environ.setdefault("ZL_PYTHON_BUILD", PYTHON_BUILD)
 
 
 def zerolayer_bin():

@@ -1,0 +1,50 @@
+"""zerolayer from Python: run studies, generate, tokenize (the C++ engine,
+`zerolayer._native`), and load and plot results files (pure Python).
+
+The native module is built by CMake into build/python/zerolayer/; this
+package extends its path to find it (PYTHONPATH=python:build/python, or
+ZL_PYTHON_BUILD=build/python). The results helpers work without it.
+"""
+import os as _os
+import pkgutil as _pkgutil
+
+__path__ = _pkgutil.extend_path(__path__, __name__)
+for _d in (_os.environ.get("ZL_PYTHON_BUILD", ""),
+           _os.path.join(_os.path.dirname(_os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))),
+                         "build", "python")):
+    _p = _os.path.join(_d, "zerolayer") if _d else ""
+    if _p and _os.path.isdir(_p) and _p not in __path__:
+        __path__.append(_p)
+
+from .results import (  # noqa: E402
+    bootstrap_ci,
+    check_results_file,
+    checkpoint_dir,
+    load_claims,
+    load_configs,
+    load_curve,
+    load_events,
+    load_index,
+    load_table,
+    pareto_front,
+    settings,
+    summarize,
+)
+
+_NATIVE = ("run_study", "run", "config_keys", "claims", "Generator", "Tokenizer", "ConfigError")
+
+
+def __getattr__(name):
+    # The native names load on first use, so `import zerolayer` for plotting
+    # needs no build and does not load LibTorch.
+    if name in _NATIVE or name == "_native":
+        import importlib
+        native = importlib.import_module(__name__ + "._native")  # not `from . import`: that calls us again
+        return native if name == "_native" else getattr(native, name)
+    raise AttributeError(f"module 'zerolayer' has no attribute {name!r}")
+
+
+__all__ = list(_NATIVE) + [
+    "bootstrap_ci", "check_results_file", "checkpoint_dir", "load_claims", "load_configs", "load_curve", "load_events",
+    "load_index", "load_table", "pareto_front", "settings", "summarize",
+]

@@ -1,0 +1,152 @@
+"""Results files into pandas (docs/results_schema.md): the index, each run's
+config, curves, per-token decode events and the claims table, plus the
+statistics the notebooks show (bootstrap intervals over seeds, Pareto front).
+Every loader tolerates what a study did not produce: a file without sfvl runs
+gives an empty events frame with the documented columns, not an error.
+"""
+import h5py
+import numpy as np
+import pandas as pd
+
+from zerolayer_results import check_results_file, load_curve, load_index, load_table  # noqa: F401
+from zerolayer_results.schema import _decode_frame
+
+# sfvl's per-token event log, /runs/<id>/decode/events (issue 6).
+EVENT_COLUMNS = ("item", "position", "context_len", "proposed", "score", "resampled", "replacement",
+                 "violation_before", "violation_after")
+CLAIM_COLUMNS = ("id", "source", "claim", "metric", "comparison", "treatment", "control", "claimed",
+                 "region_lo", "region_hi", "value", "ci_lo", "ci_hi", "seeds", "verdict", "note")
+
+
+def _text(value):
+    return value.decode("utf-8") if isinstance(value, bytes) else value
+
+
+def parse_config(ini):
+    """INI text of a run's resolved config -> {dotted key: value string}."""
+    out, section = {}, ""
+    for line in _text(ini).splitlines():
+        line = line.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            section = line[1:-1].strip()
+            continue
+        if "=" in line:
+            key, value = (s.strip() for s in line.split("=", 1))
+            out[f"{section}.{key}" if section else key] = value
+    return out
+
+
+def load_configs(path):
+    """One row per run (index: run_id), one column per dotted config key, as strings."""
+    with h5py.File(path, "r") as f:
+        runs = f.get("runs", {})
+        rows = {rid: parse_config(runs[rid].attrs["config"]) for rid in runs}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("run_id")
+
+
+def settings(path, index=None):
+    """A label per run: its variant plus the config keys that vary between runs
+    of that variant (seed and output keys excluded), e.g. "sfvl verify.threshold=0.82".
+    Returned as a Series indexed by run_id."""
+    index = load_index(path) if index is None else index
+    configs = load_configs(path)
+    labels = {}
+    for variant, runs in index.groupby("variant"):
+        cfg = configs.loc[configs.index.intersection(runs["run_id"])]
+        varying = [k for k in cfg.columns
+                   if k != "seed" and not k.startswith("output.") and cfg[k].nunique(dropna=False) > 1]
+        for rid in runs["run_id"]:
+            parts = [variant] + ([f"{k}={cfg.at[rid, k]}" for k in varying] if rid in cfg.index else [])
+            labels[rid] = " ".join(parts)
+    return pd.Series(labels, name="setting").rename_axis("run_id")
+
+
+def checkpoint_dir(path, run_id):
+    """The checkpoint directory of a run of a results file: output.dir/checkpoints/<train_id>,
+    with output.dir taken as the results file's folder (where a study writes results.h5).
+    For zerolayer.Generator(...) and zerolayer.Tokenizer.from_checkpoint(...)."""
+    import os
+    index = load_index(path).set_index("run_id")
+    if run_id not in index.index:
+        raise KeyError(f"{path}: no run {run_id!r}")
+    d = os.path.join(os.path.dirname(os.path.abspath(path)), "checkpoints", index.at[run_id, "train_id"])
+    if not os.path.isdir(d):
+        raise FileNotFoundError(f"{d}: the checkpoint of run {run_id} is not beside {path}")
+    return d
+
+
+def load_events(path, run_ids=None):
+    """Every run's decode/events table, concatenated with run_id, variant and
+    seed columns. Empty (with the documented columns) when no run logged events."""
+    index = load_index(path).set_index("run_id")
+    frames = []
+    with h5py.File(path, "r") as f:
+        for rid in (index.index if run_ids is None else run_ids):
+            node = f.get(f"runs/{rid}/decode/events")
+            if isinstance(node, h5py.Dataset) and node.dtype.names:
+                df = _decode_frame(pd.DataFrame(node[:]))
+                df.insert(0, "run_id", rid)
+                df.insert(1, "variant", index.at[rid, "variant"])
+                df.insert(2, "seed", index.at[rid, "seed"])
+                frames.append(df)
+    if not frames:
+        return pd.DataFrame(columns=["run_id", "variant", "seed", *EVENT_COLUMNS])
+    return pd.concat(frames, ignore_index=True)
+
+
+def load_claims(path):
+    """The /claims table written by `zerolayer claims`; empty (with its columns) if not there yet."""
+    with h5py.File(path, "r") as f:
+        node = f.get("claims")
+        if not isinstance(node, h5py.Dataset):
+            return pd.DataFrame(columns=list(CLAIM_COLUMNS))
+        return _decode_frame(pd.DataFrame(node[:]))
+
+
+def bootstrap_ci(values, level=0.95, resamples=10000, seed=12345):
+    """(mean, lo, hi) of the finite values: the percentile bootstrap of the
+    mean, as the C++ side computes it (sim/stats.cpp). lo/hi are NaN for one value."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if len(v) == 0:
+        return (np.nan, np.nan, np.nan)
+    if len(v) == 1:
+        return (float(v[0]), np.nan, np.nan)
+    rng = np.random.default_rng(seed)
+    means = v[rng.integers(0, len(v), size=(resamples, len(v)))].mean(axis=1)
+    a = (1 - level) / 2
+    return (float(v.mean()), float(np.quantile(means, a)), float(np.quantile(means, 1 - a)))
+
+
+def summarize(index, metrics, by="setting", level=0.95):
+    """Mean and bootstrap interval over seeds of each metric, one row per group
+    of complete runs. Columns: n, then METRIC, METRIC_lo, METRIC_hi per metric
+    (NaN where the group did not measure it)."""
+    df = index[index["status"] == "complete"]
+    rows = []
+    for key, group in df.groupby(by, sort=True):
+        row = {by if isinstance(by, str) else "group": key, "n": len(group)}
+        for m in metrics:
+            mean, lo, hi = bootstrap_ci(group[m] if m in group else [], level)
+            row.update({m: mean, f"{m}_lo": lo, f"{m}_hi": hi})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def pareto_front(frame, quality, throughput, lower_quality_is_better=True):
+    """Boolean Series: the rows not dominated in (quality, throughput).
+    A row is dominated when another is at least as good on both and better on one."""
+    q = frame[quality].to_numpy(dtype=float)
+    t = frame[throughput].to_numpy(dtype=float)
+    if not lower_quality_is_better:
+        q = -q
+    front = []
+    for i in range(len(frame)):
+        if not (np.isfinite(q[i]) and np.isfinite(t[i])):
+            front.append(False)
+            continue
+        dominated = np.any((q <= q[i]) & (t >= t[i]) & ((q < q[i]) | (t > t[i])))
+        front.append(not dominated)
+    return pd.Series(front, index=frame.index, name="pareto")

@@ -1,0 +1,361 @@
+// Claims (SPEC §4): the registry parses and is complete, each comparison gives
+// the known answer on hand-made runs, pairing is by seed, the verdict rule
+// holds at its boundaries, missing runs are named, and the table round-trips
+// through a results file.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+#include <stdexcept>
+#include <string>
+
+#include "sim/claims.h"
+#include "sim/h5.h"
+#include "sim/least_squares.h"
+#include "sim/results.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using zl::ClaimRun;
+using zl::ClaimsInput;
+using zl::ClaimSpec;
+
+std::string registry_path() { return std::string(ZL_SOURCE_DIR) + "/ablations/claims.registry"; }
+
+ClaimRun run(const std::string& id, const std::string& selector_config, int64_t seed,
+             std::map<std::string, double> metrics, const std::string& status = "complete") {
+  ClaimRun r;
+  r.run_id = id;
+  r.seed = seed;
+  r.status = status;
+  r.metrics = std::move(metrics);
+  // "variant=oet decode.top_p=0.95" -> config map
+  std::string s = selector_config + " seed=" + std::to_string(seed);
+  size_t p = 0;
+  while (p < s.size()) {
+    size_t sp = s.find(' ', p);
+    if (sp == std::string::npos) sp = s.size();
+    std::string term = s.substr(p, sp - p);
+    if (!term.empty()) r.config[term.substr(0, term.find('='))] = term.substr(term.find('=') + 1);
+    p = sp + 1;
+  }
+  return r;
+}
+
+std::vector<ClaimSpec> one(const std::string& body) {
+  return zl::parse_registry("[claim T]\nsource = test\nclaim = a claim\n" + body, "test.registry");
+}
+
+zl::ClaimResult eval1(const std::vector<ClaimSpec>& specs, const ClaimsInput& in) {
+  auto r = zl::evaluate_claims(specs, in);
+  EXPECT_EQ(r.size(), 1u);
+  return r.at(0);
+}
+
+const char* kRelative =
+    "metric = decode_tok_s\ncomparison = relative\ntreatment = variant=oet\ncontrol = variant=sfcl\n";
+
+TEST(Claims, RegistryHasEverySpecClaimAndParses) {
+  auto specs = zl::load_registry(registry_path());
+  std::set<std::string> ids;
+  for (const auto& s : specs) ids.insert(s.id.substr(0, s.id.find('/')));
+  for (const char* id : {"S000-throughput", "S000-quality", "S000-share", "S000-ood", "S000-lookup", "S000-kv",
+                         "S002-throughput", "S002-equiv", "S002-context", "S002-gate-cost", "S002-memory",
+                         "S002-quality", "S002-monitor", "S002-naive-removal", "S002-ttft", "S000-temperature",
+                         "S000-top-p"})
+    EXPECT_TRUE(ids.count(id)) << id;
+  for (const auto& s : specs) {
+    EXPECT_FALSE(s.source.empty()) << s.id;
+    EXPECT_LT(s.region_lo, s.region_hi) << s.id;
+  }
+}
+
+TEST(Claims, RegistryErrorsNameFileLineAndKey) {
+  try {
+    zl::parse_registry("[claim A]\nsource = s\nclaim = c\nmetrc = x\n", "r.reg");
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("r.reg:4: claim A: unknown key metrc"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(one("metric = x\ncomparison = ratio\ntreatment = variant=a\nclaimed = 1\ntolerance = 1\n"),
+               std::runtime_error);
+  EXPECT_THROW(one("metric = (a + \ncomparison = value\ntreatment = variant=a\nclaimed = 1\ntolerance = 1\n"),
+               std::runtime_error);
+  EXPECT_THROW(one("metric = a\ncomparison = relative\ntreatment = variant=a\nclaimed = 1\ntolerance = 1\n"),
+               std::runtime_error);  // no control
+  EXPECT_THROW(one("metric = a\ncomparison = value\ntreatment = variant=a\nregion = 2 .. 1\n"), std::runtime_error);
+  EXPECT_THROW(zl::load_registry("/nonexistent/claims.registry"), std::runtime_error);
+}
+
+TEST(Claims, ToleranceAndRegionForms) {
+  auto a = one(std::string(kRelative) + "claimed = 0.37\ntolerance = 0.1\n");
+  EXPECT_NEAR(a[0].region_lo, 0.27, 1e-12);
+  EXPECT_NEAR(a[0].region_hi, 0.47, 1e-12);
+  auto b = one("metric = ns\ncomparison = value\ntreatment = variant=oet\nclaimed = 90\ntolerance = x3\n");
+  EXPECT_DOUBLE_EQ(b[0].region_lo, 30);
+  EXPECT_DOUBLE_EQ(b[0].region_hi, 270);
+  auto c = one("metric = q\ncomparison = value\ntreatment = variant=f\nregion = -inf .. 0.45\n");
+  EXPECT_TRUE(std::isinf(c[0].region_lo));
+  EXPECT_DOUBLE_EQ(c[0].region_hi, 0.45);
+}
+
+TEST(Claims, RelativeIsPairedBySeed) {
+  // Controls differ a lot between seeds; each treatment is exactly +10% of its
+  // own seed's control. Paired: 0.1 with a zero-width interval. Unpaired
+  // (ratio of pooled values) would scatter widely.
+  ClaimsInput in;
+  double ctrl[] = {100, 200, 400};
+  for (int s = 1; s <= 3; ++s) {
+    in.runs.push_back(run("c" + std::to_string(s), "variant=sfcl", s, {{"decode_tok_s", ctrl[s - 1]}}));
+    in.runs.push_back(run("t" + std::to_string(s), "variant=oet", s, {{"decode_tok_s", 1.1 * ctrl[s - 1]}}));
+  }
+  auto r = eval1(one(std::string(kRelative) + "claimed = 0.1\ntolerance = 0.01\n"), in);
+  EXPECT_NEAR(r.value, 0.1, 1e-12);
+  EXPECT_NEAR(r.lo, 0.1, 1e-12);
+  EXPECT_NEAR(r.hi, 0.1, 1e-12);
+  EXPECT_EQ(r.seeds, 3);
+  EXPECT_EQ(r.verdict, "supported");
+  auto refuted = eval1(one(std::string(kRelative) + "claimed = 0.37\ntolerance = 0.1\n"), in);
+  EXPECT_EQ(refuted.verdict, "refuted");
+}
+
+TEST(Claims, VerdictFollowsTheIntervalAgainstTheRegion) {
+  // Per-seed relative changes 0.3, 0.4, 0.5: mean 0.4, bootstrap interval
+  // inside [0.3, 0.5] and wider than a point.
+  ClaimsInput in;
+  for (int s = 1; s <= 3; ++s) {
+    in.runs.push_back(run("c" + std::to_string(s), "variant=sfcl", s, {{"decode_tok_s", 100}}));
+    in.runs.push_back(run("t" + std::to_string(s), "variant=oet", s, {{"decode_tok_s", 120 + 10.0 * s}}));
+  }
+  auto wide = eval1(one(std::string(kRelative) + "claimed = 0.37\ntolerance = 0.2\n"), in);
+  EXPECT_NEAR(wide.value, 0.4, 1e-12);
+  EXPECT_GE(wide.lo, 0.3 - 1e-12);
+  EXPECT_LE(wide.hi, 0.5 + 1e-12);
+  EXPECT_LT(wide.lo, wide.hi);
+  EXPECT_EQ(wide.verdict, "supported");
+  auto narrow = eval1(one(std::string(kRelative) + "claimed = 0.4\ntolerance = 0.01\n"), in);
+  EXPECT_EQ(narrow.verdict, "inconclusive");
+  EXPECT_NE(narrow.note.find("straddles"), std::string::npos);
+  auto far = eval1(one(std::string(kRelative) + "claimed = -0.5\ntolerance = 0.1\n"), in);
+  EXPECT_EQ(far.verdict, "refuted");
+  auto bound = eval1(one(std::string(kRelative) + "region = 0.2 .. inf\n"), in);
+  EXPECT_EQ(bound.verdict, "supported");
+}
+
+TEST(Claims, DifferenceAndExpressions) {
+  ClaimsInput in;
+  for (int s = 1; s <= 4; ++s) {
+    in.runs.push_back(run("c" + std::to_string(s), "variant=sfcl", s, {{"violation_rate", 0.30}}));
+    in.runs.push_back(run("t" + std::to_string(s), "variant=oet", s, {{"violation_rate", 0.25}}));
+  }
+  auto r = eval1(one("metric = 100 * (1 - violation_rate)\ncomparison = difference\ntreatment = variant=oet\n"
+                     "control = variant=sfcl\nclaimed = 2.3\ntolerance = 1.5\n"),
+                 in);
+  EXPECT_NEAR(r.value, 5.0, 1e-9);  // 75 - 70 points
+  EXPECT_EQ(r.verdict, "refuted");
+}
+
+TEST(Claims, FewerThanThreeSeedsIsInconclusive) {
+  ClaimsInput in;
+  for (int s = 1; s <= 2; ++s) in.runs.push_back(run("t" + std::to_string(s), "variant=sfvl", s, {{"m", 0.67}}));
+  auto r = eval1(one("metric = m\ncomparison = value\ntreatment = variant=sfvl\nclaimed = 0.67\ntolerance = 0.1\n"), in);
+  EXPECT_NEAR(r.value, 0.67, 1e-12);
+  EXPECT_EQ(r.seeds, 2);
+  EXPECT_EQ(r.verdict, "inconclusive");
+  EXPECT_NE(r.note.find(">= 3"), std::string::npos);
+}
+
+TEST(Claims, MissingRunsAndMetricsAreNamed) {
+  ClaimsInput in;
+  for (int s = 1; s <= 3; ++s) in.runs.push_back(run("b" + std::to_string(s), "variant=baseline", s, {{"m", 1}}));
+  in.runs.push_back(run("f1", "variant=sfvl", 1, {}, "failed"));
+  auto r = eval1(one("metric = m\ncomparison = value\ntreatment = variant=sfvl\nclaimed = 1\ntolerance = 1\n"), in);
+  EXPECT_EQ(r.verdict, "missing");
+  EXPECT_NE(r.note.find("no complete runs with variant=sfvl"), std::string::npos) << r.note;
+  EXPECT_NE(r.note.find("1 such run(s) failed"), std::string::npos) << r.note;
+  EXPECT_TRUE(std::isnan(r.value));
+
+  auto key = eval1(one("metric = m\ncomparison = value\ntreatment = variant=baseline sfcl.at_inference=off\n"
+                       "claimed = 1\ntolerance = 1\n"),
+                   in);
+  EXPECT_EQ(key.verdict, "missing");
+  EXPECT_NE(key.note.find("no run has a config key sfcl.at_inference"), std::string::npos) << key.note;
+
+  auto metric = eval1(
+      one("metric = trigger_rate\ncomparison = value\ntreatment = variant=baseline\nclaimed = 1\ntolerance = 1\n"), in);
+  EXPECT_EQ(metric.verdict, "missing");
+  EXPECT_NE(metric.note.find("metric trigger_rate not measured"), std::string::npos) << metric.note;
+
+  auto ctrl = eval1(one("metric = m\ncomparison = relative\ntreatment = variant=baseline\ncontrol = variant=sfvl\n"
+                        "claimed = 1\ntolerance = 1\n"),
+                    in);
+  EXPECT_EQ(ctrl.verdict, "missing");
+  EXPECT_NE(ctrl.note.find("variant=sfvl"), std::string::npos);
+}
+
+TEST(Claims, TwoRunsOfOneSeedAreAmbiguousNotAveraged) {
+  ClaimsInput in;
+  for (int s = 1; s <= 3; ++s) {
+    in.runs.push_back(run("a" + std::to_string(s), "variant=oet decode.top_p=0.7", s, {{"m", 1}}));
+    in.runs.push_back(run("b" + std::to_string(s), "variant=oet decode.top_p=0.95", s, {{"m", 2}}));
+  }
+  auto r = eval1(one("metric = m\ncomparison = value\ntreatment = variant=oet\nclaimed = 1\ntolerance = 1\n"), in);
+  EXPECT_EQ(r.verdict, "inconclusive");
+  EXPECT_EQ(r.note.rfind("ambiguous", 0), 0u) << r.note;
+  // Numbers compare as numbers, and a|b alternatives work.
+  auto sel = eval1(one("metric = m\ncomparison = value\ntreatment = variant=oet decode.top_p=0.950\n"
+                       "claimed = 2\ntolerance = 0.1\n"),
+                   in);
+  EXPECT_EQ(sel.verdict, "supported");
+  auto alt = eval1(one("metric = m\ncomparison = relative\ntreatment = variant=x|oet decode.top_p=0.95\n"
+                       "control = variant=oet decode.top_p=0.7\nclaimed = 1\ntolerance = 0.1\n"),
+                   in);
+  EXPECT_NEAR(alt.value, 1.0, 1e-12);
+}
+
+TEST(Claims, ArgminFindsTheBestSettingPerSeed) {
+  ClaimsInput in;
+  // quality + diversity lowest at 0.5 for seeds 1-2 and at 0.6 for seed 3.
+  const double temps[] = {0.3, 0.5, 0.6, 0.8};
+  for (int s = 1; s <= 3; ++s)
+    for (double t : temps) {
+      double best = s == 3 ? 0.6 : 0.5;
+      in.runs.push_back(run("r" + std::to_string(s) + "_" + std::to_string(t),
+                            "variant=oet decode.temperature=" + std::to_string(t), s,
+                            {{"violation_rate", std::abs(t - best)}, {"repetition_rate", 0.1}}));
+    }
+  auto r = eval1(one("metric = violation_rate + repetition_rate\ncomparison = argmin\nover = decode.temperature\n"
+                     "treatment = variant=oet\nclaimed = 0.52\ntolerance = 0.2\n"),
+                 in);
+  EXPECT_NEAR(r.value, (0.5 + 0.5 + 0.6) / 3, 1e-9);
+  EXPECT_EQ(r.seeds, 3);
+}
+
+TEST(Claims, TrendUsesALeastSquaresLineOverTheEventTable) {
+  // Per seed: indicator events whose rate falls linearly from 0.2 at x=0 to
+  // 0.1 at x=100: the fitted relative change is -0.5.
+  ClaimsInput in;
+  std::map<std::string, zl::Table> tables;
+  for (int s = 1; s <= 3; ++s) {
+    const std::string id = "v" + std::to_string(s);
+    in.runs.push_back(run(id, "variant=sfvl", s, {}));
+    std::vector<int64_t> x, y;
+    for (int xi = 0; xi <= 100; xi += 10)
+      for (int k = 0; k < 1000; ++k) {
+        x.push_back(xi);
+        y.push_back(k < 200 - xi ? 1 : 0);  // rate (200 - x) / 1000
+      }
+    zl::Table t;
+    t.add("context_len", x);
+    t.add("resampled", y);
+    tables[id] = t;
+  }
+  in.table = [&](const std::string& id, const std::string& name) -> const zl::Table* {
+    auto it = tables.find(id);
+    return name == "decode/events" && it != tables.end() ? &it->second : nullptr;
+  };
+  auto specs = one("comparison = trend\ntable = decode/events\nx = context_len\ny = resampled\n"
+                   "treatment = variant=sfvl\nclaimed = -0.983\nregion = -1 .. -0.9\n");
+  auto r = eval1(specs, in);
+  EXPECT_NEAR(r.value, -0.5, 1e-6);
+  EXPECT_EQ(r.verdict, "refuted");
+  in.table = nullptr;
+  auto missing = eval1(specs, in);
+  EXPECT_EQ(missing.verdict, "missing");
+  EXPECT_NE(missing.note.find("no table decode/events"), std::string::npos) << missing.note;
+}
+
+TEST(Claims, UntestableKeepsTheValueButNotAVerdict) {
+  ClaimsInput in;
+  for (int s = 1; s <= 3; ++s) in.runs.push_back(run("t" + std::to_string(s), "variant=fused", s, {{"m", 1}}));
+  auto r = eval1(one("metric = m\ncomparison = value\ntreatment = variant=fused\nclaimed = 1\ntolerance = 0.1\n"
+                     "untestable = RSS is the runtime at this scale\n"),
+                 in);
+  EXPECT_EQ(r.verdict, "untestable");
+  EXPECT_NEAR(r.value, 1, 1e-12);
+  EXPECT_NE(r.note.find("would be supported"), std::string::npos) << r.note;
+}
+
+TEST(LeastSquares, FitsAKnownLineAndRefusesDegenerateInput) {
+  auto f = zl::fit_line({1, 2, 3, 4}, {3, 5, 7, 9});
+  EXPECT_NEAR(f.slope, 2, 1e-12);
+  EXPECT_NEAR(f.intercept, 1, 1e-12);
+  EXPECT_EQ(f.n, 4);
+  auto g = zl::fit_line({1000, 1001, 1002, NAN}, {1, 0, 2, 5});  // NaN dropped; centred for conditioning
+  EXPECT_NEAR(g.slope, 0.5, 1e-9);
+  EXPECT_EQ(g.n, 3);
+  EXPECT_TRUE(std::isnan(zl::fit_line({2, 2, 2}, {1, 2, 3}).slope));
+  EXPECT_TRUE(std::isnan(zl::fit_line({1}, {1}).slope));
+  EXPECT_THROW(zl::fit_line({1, 2}, {1}), std::invalid_argument);
+}
+
+TEST(Claims, SettingLabelsNameTheKeysThatVaryWithinAVariant) {
+  std::vector<ClaimRun> runs = {
+      run("a", "variant=sfvl verify.threshold=0.8 model.dim=32 output.dir=x", 1, {}),
+      run("b", "variant=sfvl verify.threshold=0.9 model.dim=32 output.dir=y", 2, {}),
+      run("c", "variant=baseline verify.threshold=0.8 model.dim=32", 1, {}),
+      run("d", "variant=baseline verify.threshold=0.8 model.dim=32", 2, {})};
+  auto labels = zl::setting_labels(runs);
+  EXPECT_EQ(labels["a"], "sfvl verify.threshold=0.8");
+  EXPECT_EQ(labels["b"], "sfvl verify.threshold=0.9");
+  EXPECT_EQ(labels["c"], "baseline");  // only the seed varies
+  EXPECT_EQ(labels["d"], "baseline");
+}
+
+TEST(Claims, ConfigIniParsesTopLevelAndSections) {
+  auto m = zl::parse_config_ini("variant = sfvl\nseed = 3\n\n[verify]\nthreshold = 0.82\n[decode]\ntop_p = 1\n");
+  EXPECT_EQ(m["variant"], "sfvl");
+  EXPECT_EQ(m["seed"], "3");
+  EXPECT_EQ(m["verify.threshold"], "0.82");
+  EXPECT_EQ(m["decode.top_p"], "1");
+}
+
+TEST(Claims, ResultsFileRoundTrip) {
+  const char* base = std::getenv("ZL_TEST_TMP");
+  fs::path root = base && *base ? fs::path(base) : fs::path("/tmp");
+  fs::create_directories(root);
+  std::string pattern = (root / "zl_claims_XXXXXX").string();
+  ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+  const fs::path dir = pattern;
+  zl::Provenance prov;
+  prov.git_commit = "test";
+  for (int s = 1; s <= 3; ++s)
+    for (const char* v : {"sfcl", "oet"}) {
+      zl::RunRecord r;
+      r.run_id = std::string(v) + std::to_string(s);
+      r.train_id = "t";
+      r.variant = v;
+      r.seed = s;
+      r.status = "complete";
+      r.config_ini = std::string("variant = ") + v + "\nseed = " + std::to_string(s) + "\n\n[decode]\ntop_p = 1\n";
+      r.metrics["decode_tok_s"] = (std::string(v) == "oet" ? 137.0 : 100.0) + s;
+      zl::write_shard((dir / "runs" / (r.run_id + ".h5")).string(), prov, r);
+    }
+  const std::string results = (dir / "results.h5").string();
+  zl::merge_shards(dir.string(), results, prov);
+  auto specs = zl::load_registry(registry_path());
+  auto table = zl::evaluate_claims(specs, zl::load_claims_input(results));
+  ASSERT_EQ(table.size(), specs.size());
+  const zl::ClaimResult* thr = nullptr;
+  for (const auto& r : table) {
+    if (r.spec->id == "S000-throughput")
+      thr = &r;
+    else
+      EXPECT_TRUE(r.verdict == "missing" || r.verdict == "untestable") << r.spec->id << ": " << r.note;
+  }
+  ASSERT_NE(thr, nullptr);
+  EXPECT_EQ(thr->seeds, 3);
+  EXPECT_NEAR(thr->value, (138.0 / 101 + 139.0 / 102 + 140.0 / 103) / 3 - 1, 1e-9);
+  EXPECT_EQ(thr->verdict, "supported");
+  zl::write_table(results, "claims", zl::claims_table(table));
+  auto back = zl::h5::File::open(results, false).dataset("claims").read_table();
+  EXPECT_EQ(back.rows(), specs.size());
+  EXPECT_NE(back.find("verdict"), nullptr);
+  EXPECT_NE(back.find("ci_lo"), nullptr);
+  fs::remove_all(dir);
+}
+
+}  // namespace

@@ -1,0 +1,83 @@
+"""`zerolayer claims`: on the smoke study it names every claim and what it
+lacks; on a hand-made results file (h5py, the documented schema) it gives the
+known answer; bad input gets a clear error."""
+import os
+import shutil
+
+import h5py
+import numpy as np
+
+from conftest import ROOT
+from zerolayer.results import load_claims
+
+INDEX_DTYPE = [("run_id", "S16"), ("train_id", "S16"), ("variant", "S16"), ("seed", "<i8"), ("status", "S16"),
+               ("error", "S8"), ("started_utc", "S24"), ("finished_utc", "S24"), ("decode_tok_s", "<f8"),
+               ("kv_bytes_per_token", "<f8"), ("violation_rate", "<f8")]
+
+
+def write_results(path, rows):
+    """A minimal results file: root attributes, /index, /runs/<id> with config."""
+    with h5py.File(path, "w") as f:
+        f.attrs["schema_version"] = np.int64(1)
+        index = np.zeros(len(rows), dtype=INDEX_DTYPE)
+        for i, (rid, variant, seed, tok_s, violation) in enumerate(rows):
+            index[i] = (rid, "t", variant, seed, "complete", "", "", "", tok_s, 1024.0, violation)
+            g = f.create_group(f"runs/{rid}")
+            g.attrs["config"] = f"variant = {variant}\nseed = {seed}\n\n[decode]\ntop_p = 1\n"
+        f.create_dataset("index", data=index)
+
+
+def test_known_answer_on_a_hand_made_file(zl, tmpdir_zl):
+    path = os.path.join(tmpdir_zl, "hand.h5")
+    rows = []
+    for seed in (1, 2, 3, 4):
+        rows.append((f"sfcl{seed}", "sfcl", seed, 100.0 * seed, 0.30))
+        rows.append((f"oet{seed}", "oet", seed, 137.0 * seed, 0.28))  # +37% each seed, 2 points better
+    write_results(path, rows)
+    out = zl("claims", path).stdout
+    claims = load_claims(path).set_index("id")
+    thr = claims.loc["S000-throughput"]
+    assert thr["verdict"] == "supported" and thr["seeds"] == 4
+    np.testing.assert_allclose([thr["value"], thr["ci_lo"], thr["ci_hi"]], [0.37, 0.37, 0.37], atol=1e-9)
+    q = claims.loc["S000-quality"]
+    np.testing.assert_allclose(q["value"], 2.0, atol=1e-9)
+    assert q["verdict"] == "supported"
+    kv = claims.loc["S000-kv"]  # no change in KV bytes: the claimed -58% is refuted
+    assert kv["verdict"] == "refuted" and kv["value"] == 0
+    assert claims.loc["S002-equiv"]["verdict"] == "missing"
+    assert "no complete runs with variant=sfvl" in claims.loc["S002-equiv"]["note"]
+    assert "S000-throughput" in out and "supported" in out
+
+
+def test_smoke_results_every_claim_named(zl, smoke_results, tmpdir_zl):
+    path = os.path.join(tmpdir_zl, "smoke.h5")
+    shutil.copy(smoke_results, path)
+    out = zl("claims", path).stdout
+    with open(os.path.join(ROOT, "ablations", "claims.registry")) as f:
+        ids = [line.strip()[7:-1] for line in f if line.startswith("[claim ")]
+    assert len(ids) >= 17
+    for claim_id in ids:
+        assert claim_id in out
+    claims = load_claims(path)
+    assert list(claims["id"]) == ids
+    assert set(claims["verdict"]) <= {"missing", "untestable"}
+    assert "wrote /claims" in out
+
+
+def test_bad_input_is_named(zl, tmpdir_zl, smoke_results):
+    proc = zl("claims", os.path.join(tmpdir_zl, "none.h5"), check=False)
+    assert proc.returncode != 0 and "none.h5" in proc.stderr
+    proc = zl("claims", smoke_results, "--registry", os.path.join(tmpdir_zl, "none.registry"), check=False)
+    assert proc.returncode != 0 and "none.registry" in proc.stderr
+    bad = os.path.join(tmpdir_zl, "bad.registry")
+    with open(bad, "w") as f:
+        f.write("[claim X]\nsource = s\nclaim = c\ncomparison = value\ntreatment = variant=a\nmetric = m\n"
+                "claimed = 1\ntolerance = 1\nbogus = 2\n")
+    proc = zl("claims", smoke_results, "--registry", bad, "--no-write", check=False)
+    assert proc.returncode != 0 and f"{bad}:9: claim X: unknown key bogus" in proc.stderr
+    foreign = os.path.join(tmpdir_zl, "foreign.h5")
+    with h5py.File(foreign, "w") as f:
+        f["x"] = 1
+    proc = zl("claims", foreign, check=False)
+    assert proc.returncode != 0 and "not a zerolayer results file" in proc.stderr
+    assert "--registry" in zl("claims", "--help").stdout

@@ -1,0 +1,46 @@
+"""The notebooks run end to end (nbconvert) on the smoke study's output, with
+its claims table written, and on a file that has none (claims computed)."""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import PYTHON_BUILD, ROOT, zerolayer_bin
+
+NOTEBOOKS = ["quality_vs_throughput", "resampling", "fused_monitoring", "claims"]
+
+
+@pytest.fixture(scope="module")
+def smoke_with_claims(smoke_results, tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("nb") / "results.h5")
+    shutil.copy(smoke_results, path)
+    subprocess.run([zerolayer_bin(), "claims", path], check=True, capture_output=True, cwd=ROOT)
+    return path
+
+
+def execute(name, results, out_dir):
+    env = dict(os.environ, ZL_RESULTS=results, ZL_ROOT=ROOT, ZL_PYTHON_BUILD=PYTHON_BUILD, MPLBACKEND="Agg",
+               OPENBLAS_NUM_THREADS="1")
+    return subprocess.run([sys.executable, "-m", "nbconvert", "--to", "notebook", "--execute",
+                           "--ExecutePreprocessor.timeout=300", "--output-dir", str(out_dir),
+                           os.path.join(ROOT, "notebooks", f"{name}.ipynb")],
+                          capture_output=True, text=True, cwd=os.path.join(ROOT, "notebooks"), env=env, timeout=600)
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_runs_on_smoke_output(name, smoke_with_claims, tmp_path):
+    proc = execute(name, smoke_with_claims, tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (tmp_path / f"{name}.ipynb").exists()
+
+
+def test_claims_notebook_computes_the_table_when_the_file_has_none(smoke_results, tmp_path):
+    path = str(tmp_path / "plain.h5")
+    shutil.copy(smoke_results, path)
+    proc = execute("claims", path, tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with open(tmp_path / "claims.ipynb") as f:
+        text = f.read()
+    assert "computed now" in text and "S000-throughput" in text
