@@ -1,0 +1,82 @@
+"""sfvl and speculative sampling end to end: a smoke-sized study of baseline,
+sfvl and speculative runs writes every re-sampling and cost metric, the event
+log and the by-context table, and the re-sampling notebook reads them."""
+import os
+import subprocess
+
+import h5py
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import ROOT, zerolayer_bin
+from test_notebooks import execute
+
+SFVL_METRICS = ["trigger_rate", "resample_same_rate", "resample_equiv_rate", "resample_fix_rate",
+                "trigger_rate_short", "trigger_rate_long", "trigger_rate_ood", "verifier_params", "verifier_auroc",
+                "verifier_ece", "verifier_auroc_ood", "verifier_time_share", "verifier_flops_share",
+                "flops_verifier", "checks_per_token", "decode_tok_s"]
+SPEC_METRICS = ["spec_acceptance_rate", "spec_tokens_per_target_step", "draft_params", "flops_draft"]
+
+
+@pytest.fixture(scope="module")
+def verify_results(tmp_path_factory):
+    d = tmp_path_factory.mktemp("verify")
+    with open(os.path.join(ROOT, "ablations", "smoke.ini")) as f:
+        text = f.read()
+    text = text.replace("[grid]\n", "[zip.arm]\nvariant = baseline, sfvl, speculative\n\n[grid]\n")
+    text += "\n[verify]\ntrain_steps = 60\nthreshold = 0.5\n"
+    study = d / "verify.ini"
+    study.write_text(text)
+    proc = subprocess.run([zerolayer_bin(), "ablate", str(study), "--output.dir", str(d / "out"),
+                           "--data.eval_corpus", "licenses", "--seed", "1"],
+                          capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return str(d / "out" / "results.h5")
+
+
+def index(path):
+    with h5py.File(path, "r") as f:
+        df = pd.DataFrame(f["index"][:])
+    for c in df.columns:
+        if df[c].dtype == object:
+            df[c] = df[c].str.decode("utf-8")
+    return df
+
+
+def test_every_variant_completes_with_its_metrics(verify_results):
+    df = index(verify_results).set_index("variant")
+    assert set(df.index) == {"baseline", "sfvl", "speculative"}
+    assert (df["status"] == "complete").all()
+    for m in SFVL_METRICS:
+        assert np.isfinite(df.loc["sfvl", m]), m
+    for m in SPEC_METRICS:
+        assert np.isfinite(df.loc["speculative", m]), m
+    assert 0 <= df.loc["sfvl", "trigger_rate"] <= 1
+    assert 0 < df.loc["sfvl", "verifier_flops_share"] < 0.5
+    # One language model for the three: the same validation loss, trained once.
+    assert df["train_id"].nunique() == 1
+    assert df["val_loss"].nunique() == 1
+    assert 1 <= df.loc["speculative", "spec_tokens_per_target_step"] <= 5  # lookahead 4: at most 5 per step
+
+
+def test_event_log_and_context_table(verify_results):
+    df = index(verify_results).set_index("variant")
+    with h5py.File(verify_results, "r") as f:
+        run = f["runs"][df.loc["sfvl", "run_id"]]
+        events = pd.DataFrame(run["decode/events"][:])
+        by = pd.DataFrame(run["sfvl/by_context"][:])
+    passes = set(events["pass"].str.decode("utf-8"))
+    assert passes == {"quality", "context", "ood"}
+    quality = events[events["pass"] == b"quality"]
+    # The index's trigger rate is the quality pass's share of fired checks.
+    assert quality["fired"].mean() == pytest.approx(df.loc["sfvl", "trigger_rate"])
+    resampled = events[events["resampled"] == 1]
+    assert (resampled["dropped"].between(1, 2)).all()
+    assert ((events["resampled"] == 1) <= (events["fired"] == 1)).all()  # only fired checks re-sample
+    assert list(by["context_lo"]) == [0, 16, 32, 48] and by["checks"].sum() == (events["pass"] != b"ood").sum()
+
+
+def test_resampling_notebook_reads_the_event_log(verify_results, tmp_path):
+    proc = execute("resampling", verify_results, tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
