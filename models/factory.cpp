@@ -5,8 +5,14 @@
 namespace zl {
 
 Transformer make_model(const std::string& variant, const ModelConfig& cfg) {
-  if (variant == "baseline") return Transformer(cfg);
-  throw std::invalid_argument("variant '" + variant + "' is not implemented yet (available: baseline)");
+  if (variant == "baseline") {
+    if (cfg.fused.any()) throw std::invalid_argument("variant 'baseline' with fused options on: use variant 'fused'");
+    return Transformer(cfg);
+  }
+  // fused: the shared transformer with the parts cfg.fused switches on
+  // (attention: key weighting, value distillation; head: logits gate).
+  if (variant == "fused") return Transformer(cfg);
+  throw std::invalid_argument("variant '" + variant + "' is not implemented yet (available: baseline, fused)");
 }
 
 }  // namespace zl

@@ -11,6 +11,7 @@
 #include "sim/checkpoint.h"
 #include "sim/config.h"
 #include "sim/decoder.h"
+#include "sim/fused_stage.h"
 #include "sim/provenance.h"
 #include "sim/results.h"
 #include "sim/runtime.h"
@@ -150,6 +151,7 @@ int cmd_generate(int argc, char** argv) {
   auto tok = cfg.data.tokenizer == "byte" ? make_byte_tokenizer()
                                            : load_tokenizer("sentencepiece", (fs::path(dir) / "tokenizer.model").string());
   ModelConfig mc = cfg.model;
+  mc.fused = fused_options(cfg);  // all off unless variant = fused
   mc.vocab = tok->vocab_size();
   Transformer model = make_model(cfg.variant, mc);
   CheckpointDir(dir).load(&model, nullptr);

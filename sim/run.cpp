@@ -9,6 +9,7 @@
 #include "sim/cost.h"
 #include "sim/data.h"
 #include "sim/decoder.h"
+#include "sim/fused_stage.h"
 #include "sim/metrics.h"
 #include "sim/prompts.h"
 #include "sim/provenance.h"
@@ -69,6 +70,7 @@ RunRecord execute_run(const RunConfig& cfg) {
   // config → data
   Dataset ds = prepare_data(cfg);
   ModelConfig mc = cfg.model;
+  mc.fused = fused_options(cfg);  // all off unless variant = fused
   mc.vocab = ds.tokenizer->vocab_size();
 
   // data → model → trainer
