@@ -168,3 +168,5 @@ torch::Tensor AttentionImpl::forward_fused(const torch::Tensor& q, const torch::
   }
   return y;
 }
+
+}  // namespace zl

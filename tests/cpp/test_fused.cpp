@@ -40,6 +40,13 @@ ModelConfig all_on(KW kw = KW::Scale, Imp imp = Imp::AttnMass) {
 
 float max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<float>(); }
 
+// At GPT-2 initialisation the attention scores are near 0, where scaling a key
+// changes nothing (the score is already 0): sharpen them so the weights matter.
+void sharpen(Transformer& m) {
+  torch::NoGradGuard no_grad;
+  for (const auto& b : *m->blocks) b->as<Block>()->attn->qkv->weight.mul_(15.0);
+}
+
 TEST(FusedKeyWeights, FormulaMatchesHandComputedValues) {
   auto d = torch::tensor({0.f, 1.f, 2.f, 10.f, -3.f});
   auto imp = torch::tensor({0.f, 0.5f, 1.f, 0.2f, 0.f});
@@ -65,6 +72,8 @@ TEST(FusedKeyWeights, AlphaZeroIsTheBaseline) {
     Transformer fused = make_model("fused", c);
     torch::manual_seed(4);
     Transformer base = make_model("baseline", tiny());
+    sharpen(fused);
+    sharpen(base);
     fused->eval();
     base->eval();
     auto x = torch::randint(50, {2, 16}, torch::kLong);
@@ -72,6 +81,7 @@ TEST(FusedKeyWeights, AlphaZeroIsTheBaseline) {
     c.fused.alpha = 0.5;
     torch::manual_seed(4);
     Transformer decayed = make_model("fused", c);
+    sharpen(decayed);
     decayed->eval();
     EXPECT_GT(max_diff(decayed->forward(x), base->forward(x)), 1e-3);  // the weighting does something
   }
@@ -143,6 +153,7 @@ class FusedParts : public ::testing::TestWithParam<Case> {
   Transformer model() {
     torch::manual_seed(11);
     Transformer m = make_model("fused", GetParam().cfg);
+    sharpen(m);
     if (m->gate) {  // a gate that does something (its init is near identity)
       torch::NoGradGuard no_grad;
       m->gate->fc2->weight.normal_(0.0, 2.0);
