@@ -2,7 +2,7 @@
 """Training time per step: variant fused (all three parts on) against the baseline.
 
 Same shape as bench_train.py (4 layers, 4 heads, 128 wide, 128 context, byte
-tokenizer, batch 32, 2 threads), fp32, both through `zerolayer train`, run
+tokenizer, batch 32, 2 threads unless --threads says otherwise), fp32, both through `zerolayer train`, run
 alternately (baseline, fused, baseline, fused, ...) so that a neighbour's load
 hits both alike; each side keeps its best round. Prints tokens/s per round
 and the ratio baseline tok/s / fused tok/s, i.e. fused time per step over the
@@ -55,7 +55,10 @@ def main():
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--all", action="store_true", help="also bias form, hidden_norm and grad_norm")
+    ap.add_argument("--threads", type=int, default=SHAPE["threads"],
+                    help="LibTorch threads (1 on a machine shared with other jobs: 2 threads spin against them)")
     args = ap.parse_args()
+    SHAPE["threads"] = args.threads
     names = list(VARIANTS) if args.all else ["baseline", "fused scale attn_mass"]
     print(f"shape {SHAPE}, fp32, {args.steps} steps (first 2 untimed), {args.rounds} alternating rounds")
     best = {}
