@@ -20,16 +20,15 @@ AttentionImpl::AttentionImpl(const ModelConfig& c) : cfg(c) {
   }
 }
 
+// P starts as the first r coordinates of each head's value ([I_r 0]):
+// orthonormal, and drawn from no random generator, so a fused model with seed
+// s starts from the very shared weights the baseline with seed s starts from
+// (paired comparisons, SPEC §5).
 void AttentionImpl::reset_value_projection() {
   if (!value_proj.defined()) return;
   torch::NoGradGuard no_grad;
-  const int64_t r = cfg.fused.value_rank, D = cfg.head_dim();
-  if (cfg.fused.hard_orthogonal) {
-    value_proj.normal_();
-    return;
-  }
-  auto q = std::get<0>(torch::linalg_qr(torch::randn({D, r}), "reduced"));  // [D,r], orthonormal columns
-  value_proj.copy_(q.t());
+  value_proj.zero_();  // [r,D], or [D,r] for the hard form: entry (i,i) is 1 in both
+  for (int64_t i = 0; i < cfg.fused.value_rank; ++i) value_proj[i][i] = 1.0;
 }
 
 torch::Tensor AttentionImpl::value_projection() const {

@@ -14,8 +14,6 @@ TransformerImpl::TransformerImpl(const ModelConfig& c) : cfg(c) {
   blocks = register_module("blocks", torch::nn::ModuleList());
   for (int64_t l = 0; l < c.layers; ++l) blocks->push_back(Block(c));
   ln_f = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.dim})));
-  if (c.fused.gate)
-    gate = register_module("gate", LogitsGate(c.heads * c.fused.gate_keys, c.fused.gate_hidden, c.fused.gate_top_k));
 
   // GPT-2 initialisation: N(0, 0.02), residual projections scaled down by
   // sqrt(2 * layers) so the residual stream's variance does not grow with depth.
@@ -23,13 +21,16 @@ TransformerImpl::TransformerImpl(const ModelConfig& c) : cfg(c) {
   for (auto& p : named_parameters()) {
     const auto& name = p.key();
     if (p.value().dim() < 2) continue;  // LayerNorm weights and biases keep their defaults
+    if (name.find("value_proj") != std::string::npos) continue;  // fused: its own, generator-free init
     double std = 0.02;
     if (name.find("proj.weight") != std::string::npos) std /= std::sqrt(2.0 * c.layers);
     p.value().normal_(0.0, std);
   }
-  // The fused parts keep their own initialisation (orthonormal P, a gate near identity).
-  for (const auto& b : *blocks) b->as<Block>()->attn->reset_value_projection();
-  if (gate) gate->reset();
+  // The fused gate is built after the shared weights are drawn, so that the
+  // generator has given them exactly what it gives the baseline with the same
+  // seed (paired comparisons, SPEC §5); its own draws come after.
+  if (c.fused.gate)
+    gate = register_module("gate", LogitsGate(c.heads * c.fused.gate_keys, c.fused.gate_hidden, c.fused.gate_top_k));
 }
 
 torch::Tensor TransformerImpl::token_importance(const torch::Tensor& x) {

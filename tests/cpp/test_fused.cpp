@@ -206,6 +206,22 @@ TEST_P(FusedParts, RollbackRollsTheFusedStateBack) {
 INSTANTIATE_TEST_SUITE_P(Fused, FusedParts, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
 
+TEST(FusedParts, SharedWeightsStartAsTheBaselines) {
+  // Same seed, every part on: the weights a fused model shares with the
+  // baseline start identical (paired comparisons).
+  ModelConfig c = all_on();
+  torch::manual_seed(9);
+  Transformer fused = make_model("fused", c);
+  torch::manual_seed(9);
+  Transformer base = make_model("baseline", tiny());
+  auto fp = fused->named_parameters();
+  for (const auto& p : base->named_parameters()) {
+    ASSERT_TRUE(fp.contains(p.key())) << p.key();
+    EXPECT_TRUE(torch::equal(fp[p.key()], p.value())) << p.key();
+  }
+  EXPECT_GT(fused->parameter_count(), base->parameter_count());
+}
+
 TEST(FusedValueDistill, OrthoPenaltyAndGradientOnAKnownMatrix) {
   ModelConfig c = tiny();  // D = 8
   c.fused.value_rank = 2;
