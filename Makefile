@@ -22,6 +22,7 @@ test: build
 
 bench: build
 	$(PY) python/bench_train.py --zerolayer $(BUILD)/zerolayer
+	OPENBLAS_NUM_THREADS=1 $(PY) python/bench_fused.py --zerolayer $(BUILD)/zerolayer
 
 clean:
 	rm -rf $(BUILD)

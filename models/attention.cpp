@@ -2,6 +2,9 @@
 
 #include <cmath>
 
+#include "models/fused_trace.h"
+#include "models/key_weighting.h"
+
 namespace zl {
 
 using torch::indexing::Slice;
@@ -10,6 +13,33 @@ AttentionImpl::AttentionImpl(const ModelConfig& c) : cfg(c) {
   qkv = register_module("qkv", torch::nn::Linear(torch::nn::LinearOptions(c.dim, 3 * c.dim).bias(false)));
   proj = register_module("proj", torch::nn::Linear(torch::nn::LinearOptions(c.dim, c.dim).bias(false)));
   drop = register_module("drop", torch::nn::Dropout(c.dropout));
+  if (c.fused.value_rank > 0) {
+    const int64_t r = c.fused.value_rank, D = c.head_dim();
+    value_proj = register_parameter("value_proj", c.fused.hard_orthogonal ? torch::zeros({D, r}) : torch::zeros({r, D}));
+    reset_value_projection();
+  }
+}
+
+// P starts as the first r coordinates of each head's value ([I_r 0]):
+// orthonormal, and drawn from no random generator, so a fused model with seed
+// s starts from the very shared weights the baseline with seed s starts from
+// (paired comparisons, SPEC §5).
+void AttentionImpl::reset_value_projection() {
+  if (!value_proj.defined()) return;
+  torch::NoGradGuard no_grad;
+  value_proj.zero_();  // [r,D], or [D,r] for the hard form: entry (i,i) is 1 in both
+  for (int64_t i = 0; i < cfg.fused.value_rank; ++i) value_proj[i][i] = 1.0;
+}
+
+torch::Tensor AttentionImpl::value_projection() const {
+  if (!cfg.fused.hard_orthogonal) return value_proj;  // [r,D]
+  return std::get<0>(torch::linalg_qr(value_proj, "reduced")).t();  // [D,r] -> [r,D]
+}
+
+torch::Tensor AttentionImpl::ortho_penalty() const {
+  auto p = value_projection();
+  auto g = torch::matmul(p, p.t()) - torch::eye(p.size(0), p.options());  // [r,r]
+  return (g * g).sum();
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionContext& ctx, LayerCache* cache) {
@@ -19,7 +49,9 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionCont
   auto q = parts[0], k = parts[1], v = parts[2];                        // [B,H,T,D]
 
   torch::Tensor y;
-  if (!cache) {
+  if (cfg.fused.key_weighting_on() || cfg.fused.value_rank > 0 || ctx.gate_features || ctx.trace) {
+    y = forward_fused(q, k, v, ctx, cache);
+  } else if (!cache) {
     // Training: one baddbmm computes scale*q·kᵀ + causal bias in a single
     // pass over the T×T scores (no separate scaling and masking copies).
     auto q3 = q.reshape({B * H, T, D}), k3 = k.reshape({B * H, T, D}), v3 = v.reshape({B * H, T, D});
@@ -38,6 +70,102 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionCont
   }
   y = y.transpose(1, 2).reshape({B, T, C});  // [B,T,C]
   return drop(proj(y));
+}
+
+// One code path for training and decoding, so that both weigh keys and read
+// values in the same operations; only where keys, values and importance come
+// from differs (this call's tokens, or the cache after this call's writes).
+torch::Tensor AttentionImpl::forward_fused(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                           const AttentionContext& ctx, LayerCache* cache) {
+  const auto& f = cfg.fused;
+  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  const bool mass_importance = f.key_weighting_on() && f.importance == FusedOptions::Importance::AttnMass;
+  torch::Tensor p = f.value_rank > 0 ? value_projection() : torch::Tensor();  // [r,D]
+  auto z = p.defined() ? torch::matmul(v, p.t()) : v;                          // [B,H,T,r]: what the cache stores
+  if (ctx.trace && p.defined()) ctx.trace->distilled.push_back(z.detach());
+
+  torch::Tensor keys, values, distance, token_imp, raw;  // [B,H,L,D], [B,H,L,r], [..,T,L], [B,1,1,L], [B,H,T,L]
+  int64_t L = T;
+  if (!cache) {
+    keys = k;
+    values = z;
+    auto i = torch::arange(T, q.options().dtype(torch::kFloat));
+    distance = (i.unsqueeze(1) - i.unsqueeze(0)).clamp_min(0);  // [T,T]: d = i - j (0 for future keys, masked)
+    if (ctx.importance.defined()) token_imp = ctx.importance.view({B, 1, 1, T});
+    // scale * q·kᵀ + causal mask in one pass, as the baseline does.
+    raw = torch::baddbmm(ctx.bias, q.reshape({B * H, T, D}), k.reshape({B * H, T, D}).transpose(1, 2), 1.0, scale)
+              .view({B, H, T, T});
+  } else {
+    L = ctx.span;
+    auto rows = torch::arange(B, ctx.positions.options()).unsqueeze(1).expand({B, T});  // [B,T]
+    cache->k.index_put_({rows, Slice(), ctx.positions}, k.transpose(1, 2).to(cache->k.dtype()));  // [B,T,H,D]
+    cache->v.index_put_({rows, Slice(), ctx.positions}, z.transpose(1, 2).to(cache->v.dtype()));  // [B,T,H,r]
+    keys = cache->k.narrow(2, 0, L).to(q.dtype());
+    values = cache->v.narrow(2, 0, L).to(q.dtype());
+    auto slots = torch::arange(L, ctx.positions.options());
+    distance = (ctx.positions.unsqueeze(2) - slots.view({1, 1, L})).clamp_min(0).unsqueeze(1).to(torch::kFloat);  // [B,1,T,L]
+    if (ctx.importance.defined() && cache->importance.defined()) {
+      cache->importance.index_put_({rows, ctx.positions}, ctx.importance.to(torch::kFloat));
+      token_imp = cache->importance.narrow(1, 0, L).view({B, 1, 1, L});
+    }
+    raw = torch::matmul(q, keys.transpose(-2, -1)) * scale + ctx.bias;
+  }
+  // raw: masked scores q·k/sqrt(D) (−inf for keys not visible), [B,H,T,L].
+
+  auto scores = raw;
+  if (f.key_weighting_on()) {
+    torch::Tensor log_w;  // log w, [B,H,T,L] or [B,1,T,L]; not trained through (importance is a statistic)
+    {
+      torch::NoGradGuard no_grad;
+      if (mass_importance) {
+        // Unweighted attention of this call's queries; its running column sums
+        // give, for query i, the mass key j received from the queries j..i-1.
+        auto a = torch::softmax(raw.detach().to(torch::kFloat), -1);  // [B,H,T,L]
+        auto running = a.cumsum(2);                                     // [B,H,T,L]
+        if (cache) {
+          // Row p0 - 1 of the cache: the sums up to the query before this call's first.
+          auto p0 = ctx.positions.select(1, 0);  // [B]
+          auto mass = cache->mass.narrow(3, 0, L);
+          auto prev = mass.gather(2, (p0 - 1).clamp_min(0).view({B, 1, 1, 1}).expand({B, H, 1, L}));  // [B,H,1,L]
+          running.add_(prev * (p0 > 0).view({B, 1, 1, 1}).to(prev.dtype()));
+          mass.scatter_(2, ctx.positions.view({B, 1, T, 1}).expand({B, H, T, L}), running);
+        }
+        // With I = excl / d (models/key_weighting.h), d (1 - I) = d - excl, so
+        // log w = alpha (excl - d): no division, and exact at d = 0 (excl = 0 there).
+        log_w = running.sub_(a).sub_(distance).mul_(f.alpha);
+      } else {
+        log_w = log_key_weights(distance, token_imp, f.alpha);  // [B,1,T,L]
+      }
+      log_w = log_w.to(raw.dtype());
+    }
+    // scale: the key itself is multiplied by w, so its score q·(w k) = w (q·k)
+    // (−inf stays −inf: w is finite and positive); bias: log w is added.
+    scores = f.key_weighting == FusedOptions::KeyWeighting::Scale ? raw * log_w.exp() : raw + log_w;
+    if (ctx.trace) {
+      auto visible = (ctx.bias == 0).expand({B, H, T, L});
+      ctx.trace->key_weights.push_back(log_w.exp().expand({B, H, T, L}).masked_select(visible).to(torch::kFloat));
+    }
+  }
+  auto attn = torch::softmax(scores, -1);   // [B,H,T,L]
+  auto y = torch::matmul(attn, values);     // [B,H,T,r]
+  if (p.defined()) y = torch::matmul(y, p);  // read back through Pᵀ: [B,H,T,D]
+
+  if (ctx.gate_features) {
+    // Cosines between each query and the keys it attends to most (see
+    // models/logits_gate.h), from the raw scores: cos = (q·k) / (|q| |k|).
+    const int64_t n = std::min<int64_t>(f.gate_keys, L);
+    auto [top_w, top_j] = attn.detach().topk(n, -1);  // [B,H,T,n]
+    auto seen = top_w > 0;                             // fewer than n visible keys: the rest are zeros
+    // where() before any arithmetic, so the −inf of a masked key never reaches a gradient.
+    auto dots = torch::where(seen, raw.gather(-1, top_j), torch::scalar_tensor(0.0, raw.options())) / scale;  // q·k
+    auto qn = q.norm(2, -1, true);                                                                    // [B,H,T,1]
+    auto kn = keys.norm(2, -1).unsqueeze(2).expand({B, H, T, L}).gather(-1, top_j);                 // [B,H,T,n]
+    auto cos = dots / (qn * kn).clamp_min(1e-12);                                                     // [B,H,T,n]
+    if (n < f.gate_keys) cos = torch::constant_pad_nd(cos, {0, f.gate_keys - n});
+    *ctx.gate_features = cos.permute({0, 2, 1, 3}).reshape({B, T, H * f.gate_keys});  // [B,T,H*keys]
+  }
+  return y;
 }
 
 }  // namespace zl

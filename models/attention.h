@@ -1,5 +1,7 @@
-// Causal multi-head self-attention, the seam where key weighting and value
-// distillation (variant fused) will plug in.
+// Causal multi-head self-attention, with the two parts of variant fused that
+// live inside attention (seed 002 §2.1): key weighting (models/key_weighting.h)
+// and value distillation (values stored as z = P v, r per head, read back
+// through Pᵀ). With both off it is the plain baseline attention.
 #pragma once
 #include <torch/torch.h>
 
@@ -16,9 +18,21 @@ struct AttentionImpl : torch::nn::Module {
   // written at ctx.positions before attending over the first ctx.span slots.
   torch::Tensor forward(const torch::Tensor& x, const AttentionContext& ctx, LayerCache* cache = nullptr);
 
+  // Value distillation. P [r,D]: with the penalty, a free parameter trained
+  // with ‖PPᵀ − I‖²_F; hard, Qᵀ of the reduced QR factorisation of a free
+  // [D,r] matrix, whose rows are orthonormal by construction.
+  torch::Tensor value_projection() const;
+  torch::Tensor ortho_penalty() const;  // ‖PPᵀ − I‖²_F (a 0-dim tensor)
+  void reset_value_projection();        // orthonormal rows (P = I when r = D)
+
   ModelConfig cfg;
   torch::nn::Linear qkv{nullptr}, proj{nullptr};
   torch::nn::Dropout drop{nullptr};
+  torch::Tensor value_proj;  // [r,D] (penalty) or [D,r] (hard); undefined when distillation is off
+
+ private:
+  torch::Tensor forward_fused(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                              const AttentionContext& ctx, LayerCache* cache);
 };
 TORCH_MODULE(Attention);
 

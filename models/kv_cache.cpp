@@ -7,9 +7,18 @@ namespace zl {
 KVCache KVCache::allocate(const ModelConfig& cfg, int64_t batch, int64_t capacity, const torch::TensorOptions& opts) {
   KVCache c;
   c.capacity = capacity;
-  for (int64_t l = 0; l < cfg.layers; ++l)
-    c.layers.push_back({torch::zeros({batch, cfg.heads, capacity, cfg.head_dim()}, opts),
-                        torch::zeros({batch, cfg.heads, capacity, cfg.head_dim()}, opts)});
+  const auto& f = cfg.fused;
+  // Value distillation: the cache really stores r values per token and head.
+  const int64_t value_width = f.value_rank > 0 ? f.value_rank : cfg.head_dim();
+  for (int64_t l = 0; l < cfg.layers; ++l) {
+    LayerCache lc{torch::zeros({batch, cfg.heads, capacity, cfg.head_dim()}, opts),
+                  torch::zeros({batch, cfg.heads, capacity, value_width}, opts)};
+    if (f.key_weighting_on() && f.importance == FusedOptions::Importance::AttnMass)
+      lc.mass = torch::zeros({batch, cfg.heads, capacity, capacity}, opts.dtype(torch::kFloat));
+    else if (f.key_weighting_on())
+      lc.importance = torch::zeros({batch, capacity}, opts.dtype(torch::kFloat));
+    c.layers.push_back(lc);
+  }
   c.lengths = torch::zeros({batch}, opts.dtype(torch::kLong));
   return c;
 }
@@ -22,14 +31,17 @@ void KVCache::truncate(int64_t b, int64_t length) {
   lengths[b] = length;
 }
 
-int64_t KVCache::bytes_per_token() const {
-  int64_t bytes = 0;
+int64_t KVCache::bytes_per_token(std::map<std::string, int64_t>* parts) const {
+  int64_t k = 0, v = 0, state = 0;
   for (const auto& l : layers) {
-    // Per token: H * D elements of K and of V.
-    bytes += l.k.size(1) * l.k.size(3) * l.k.element_size();
-    bytes += l.v.size(1) * l.v.size(3) * l.v.element_size();
+    // Per token: H * D elements of K, H * D (or H * r) of V.
+    k += l.k.size(1) * l.k.size(3) * l.k.element_size();
+    v += l.v.size(1) * l.v.size(3) * l.v.element_size();
+    if (l.mass.defined()) state += l.mass.size(1) * l.mass.size(3) * l.mass.element_size();  // H * capacity
+    if (l.importance.defined()) state += l.importance.element_size();                        // one scalar
   }
-  return bytes;
+  if (parts) *parts = {{"k", k}, {"v", v}, {"fused_state", state}};
+  return k + v + state;
 }
 
 }  // namespace zl

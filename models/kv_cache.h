@@ -9,14 +9,24 @@
 #pragma once
 #include <torch/torch.h>
 
+#include <map>
+#include <string>
 #include <vector>
 
 #include "models/model_config.h"
 
 namespace zl {
 
+struct FusedTrace;
+
 struct LayerCache {
-  torch::Tensor k, v;  // [B, H, capacity, D]
+  torch::Tensor k, v;  // [B, H, capacity, D]; v is [B, H, capacity, r] with fused value distillation
+  // fused key weighting, per cached token (undefined when off). Both are
+  // indexed by position, so rolling back `lengths` rolls them back too:
+  // slot p is rewritten whenever position p is fed again.
+  torch::Tensor mass;        // attn_mass: [B, H, capacity, capacity]; row p = sum over queries m <= p of
+                             // their unweighted attention on each key (a running column sum per query)
+  torch::Tensor importance;  // hidden_norm / grad_norm: [B, capacity], the importance of each token
 };
 
 struct KVCache {
@@ -28,8 +38,10 @@ struct KVCache {
   int64_t batch() const { return lengths.size(0); }
   // Rolls sequence b back to `length` tokens (length <= its current length).
   void truncate(int64_t b, int64_t length);
-  // Bytes of K and V held per cached token, over all layers.
-  int64_t bytes_per_token() const;
+  // Bytes held per cached token over all layers, measured from the tensors:
+  // K and V (r values with fused value distillation) and fused per-token state.
+  // `parts` (optional) receives them apart: "k", "v", "fused_state".
+  int64_t bytes_per_token(std::map<std::string, int64_t>* parts = nullptr) const;
 };
 
 // What every layer needs to attend for one forward call: built once per call.
@@ -37,6 +49,10 @@ struct AttentionContext {
   torch::Tensor bias;       // additive mask: [T, T] (training) or [B, 1, T, L] (cached)
   torch::Tensor positions;  // [B, T] int64: absolute position of each new token (cached path)
   int64_t span = 0;         // L: cached keys visible after this call's writes
+  // Variant fused, set per layer by the transformer:
+  torch::Tensor importance;                 // [B,T] this layer's token importance (hidden_norm, grad_norm)
+  torch::Tensor* gate_features = nullptr;   // out, last layer only: [B,T,H*keys] query-key cosines for the gate
+  FusedTrace* trace = nullptr;              // monitoring taps (validation only)
 };
 
 }  // namespace zl

@@ -4,6 +4,8 @@
 #pragma once
 #include <cstdint>
 
+#include "models/fused_options.h"
+
 namespace zl {
 
 struct ModelConfig {
@@ -14,6 +16,7 @@ struct ModelConfig {
   int64_t context = 128;    // T_max: learned positions, and the KV cache capacity
   int64_t mlp_ratio = 4;    // MLP hidden width = mlp_ratio * dim
   double dropout = 0.0;     // on attention output and MLP output (training only)
+  FusedOptions fused;       // variant fused: all off by default
 
   int64_t head_dim() const { return dim / heads; }  // D
 };

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include "models/key_weighting.h"
+
 namespace zl {
 
 TransformerImpl::TransformerImpl(const ModelConfig& c) : cfg(c) {
@@ -19,14 +21,44 @@ TransformerImpl::TransformerImpl(const ModelConfig& c) : cfg(c) {
   for (auto& p : named_parameters()) {
     const auto& name = p.key();
     if (p.value().dim() < 2) continue;  // LayerNorm weights and biases keep their defaults
+    if (name.find("value_proj") != std::string::npos) continue;  // fused: its own, generator-free init
     double std = 0.02;
     if (name.find("proj.weight") != std::string::npos) std /= std::sqrt(2.0 * c.layers);
     p.value().normal_(0.0, std);
   }
+  // The fused gate is built after the shared weights are drawn, so that the
+  // generator has given them exactly what it gives the baseline with the same
+  // seed (paired comparisons, SPEC §5); its own draws come after.
+  if (c.fused.gate)
+    gate = register_module("gate", LogitsGate(c.heads * c.fused.gate_keys, c.fused.gate_hidden, c.fused.gate_top_k));
 }
 
-torch::Tensor TransformerImpl::head(const torch::Tensor& x) {
-  return torch::nn::functional::linear(ln_f(x), wte->weight);
+torch::Tensor TransformerImpl::token_importance(const torch::Tensor& x) {
+  if (cfg.fused.importance == FusedOptions::Importance::HiddenNorm)
+    return squash(x.detach().to(torch::kFloat).norm(2, -1) / std::sqrt(static_cast<double>(cfg.dim)));
+  // grad_norm: |d LSE(head(x)) / dx| per token, on a detached copy, so the
+  // model's own graph (and its parameters' gradients) are untouched; grad
+  // mode is switched on for decoding, which runs without it.
+  torch::AutoGradMode grad_on(true);
+  auto h = x.detach().requires_grad_(true);
+  auto out = torch::logsumexp(torch::nn::functional::linear(ln_f(h), wte->weight.detach()), -1).sum();
+  auto g = torch::autograd::grad({out}, {h})[0];  // [B,T,C]
+  return squash(g.to(torch::kFloat).norm(2, -1)).detach();
+}
+
+torch::Tensor TransformerImpl::regularizer() {
+  if (cfg.fused.value_rank == 0 || cfg.fused.hard_orthogonal || cfg.fused.ortho_weight == 0) return {};
+  torch::Tensor total;
+  for (const auto& b : *blocks) {
+    auto pen = b->as<Block>()->attn->ortho_penalty();
+    total = total.defined() ? total + pen : pen;
+  }
+  return total * cfg.fused.ortho_weight;
+}
+
+torch::Tensor TransformerImpl::head(const torch::Tensor& x, const torch::Tensor& gate_features, FusedTrace* trace) {
+  auto logits = torch::nn::functional::linear(ln_f(x), wte->weight);
+  return gate ? gate->forward(logits, gate_features, trace) : logits;
 }
 
 torch::Tensor TransformerImpl::causal_bias(int64_t T, const torch::Tensor& like) {
@@ -38,15 +70,28 @@ torch::Tensor TransformerImpl::causal_bias(int64_t T, const torch::Tensor& like)
   return causal_bias_cache_;
 }
 
-torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens) {
+torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens) { return forward_full(tokens, nullptr); }
+
+torch::Tensor TransformerImpl::forward_traced(const torch::Tensor& tokens, FusedTrace& trace) {
+  return forward_full(tokens, &trace);
+}
+
+torch::Tensor TransformerImpl::forward_full(const torch::Tensor& tokens, FusedTrace* trace) {
   const int64_t T = tokens.size(1);
   TORCH_CHECK(T <= cfg.context, "sequence of ", T, " tokens exceeds model.context ", cfg.context);
   auto pos = torch::arange(T, tokens.options());
   auto x = drop(wte(tokens) + wpe(pos));  // [B,T,C]
   AttentionContext ctx;
   ctx.bias = causal_bias(T, x);  // [T,T]
-  for (const auto& b : *blocks) x = b->as<Block>()->forward(x, ctx);
-  return head(x);
+  ctx.trace = trace;
+  const bool token_imp = cfg.fused.key_weighting_on() && cfg.fused.importance != FusedOptions::Importance::AttnMass;
+  torch::Tensor gate_features;
+  for (size_t l = 0; l < blocks->size(); ++l) {
+    if (token_imp) ctx.importance = token_importance(x);
+    ctx.gate_features = (gate && l + 1 == blocks->size()) ? &gate_features : nullptr;
+    x = blocks[l]->as<Block>()->forward(x, ctx);
+  }
+  return head(x, gate_features, trace);
 }
 
 torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens, KVCache& cache) {
@@ -66,9 +111,15 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens, KVCache& cac
   ctx.span = span;
   ctx.bias = torch::zeros({B, 1, T, span}, x.options())
                  .masked_fill(visible.logical_not().unsqueeze(1), -std::numeric_limits<float>::infinity());
-  for (size_t l = 0; l < blocks->size(); ++l) x = blocks[l]->as<Block>()->forward(x, ctx, &cache.layers[l]);
+  const bool token_imp = cfg.fused.key_weighting_on() && cfg.fused.importance != FusedOptions::Importance::AttnMass;
+  torch::Tensor gate_features;
+  for (size_t l = 0; l < blocks->size(); ++l) {
+    if (token_imp) ctx.importance = token_importance(x);
+    ctx.gate_features = (gate && l + 1 == blocks->size()) ? &gate_features : nullptr;
+    x = blocks[l]->as<Block>()->forward(x, ctx, &cache.layers[l]);
+  }
   cache.lengths += T;
-  return head(x);
+  return head(x, gate_features);
 }
 
 torch::Tensor TransformerImpl::loss(const torch::Tensor& tokens, const torch::Tensor& targets) {

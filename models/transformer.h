@@ -5,7 +5,9 @@
 #include <torch/torch.h>
 
 #include "models/block.h"
+#include "models/fused_trace.h"
 #include "models/kv_cache.h"
+#include "models/logits_gate.h"
 
 namespace zl {
 
@@ -19,6 +21,12 @@ struct TransformerImpl : torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& tokens, KVCache& cache);
   // Next-token loss (mean cross-entropy) of tokens [B,T] against targets [B,T].
   torch::Tensor loss(const torch::Tensor& tokens, const torch::Tensor& targets);
+  // What the trainer adds to the loss beyond cross-entropy: fused value
+  // distillation's ortho_weight * sum over layers of ‖PPᵀ − I‖²_F.
+  // Undefined when there is nothing to add.
+  torch::Tensor regularizer();
+  // forward(tokens) that also fills the fused monitoring taps.
+  torch::Tensor forward_traced(const torch::Tensor& tokens, FusedTrace& trace);
 
   KVCache make_cache(int64_t batch, int64_t capacity = 0);
   int64_t parameter_count(bool include_embeddings = true) const;
@@ -28,9 +36,14 @@ struct TransformerImpl : torch::nn::Module {
   torch::nn::Dropout drop{nullptr};
   torch::nn::ModuleList blocks{nullptr};
   torch::nn::LayerNorm ln_f{nullptr};
+  LogitsGate gate{nullptr};  // fused logits gate (null when off)
 
  private:
-  torch::Tensor head(const torch::Tensor& x);  // [B,T,C] -> [B,T,V]
+  torch::Tensor forward_full(const torch::Tensor& tokens, FusedTrace* trace);
+  // [B,T,C] -> [B,T,V]; gated when the fused gate is on.
+  torch::Tensor head(const torch::Tensor& x, const torch::Tensor& gate_features = {}, FusedTrace* trace = nullptr);
+  // fused hidden_norm / grad_norm: [B,T,C] -> [B,T] in [0,1), detached (models/key_weighting.h).
+  torch::Tensor token_importance(const torch::Tensor& x);
   torch::Tensor causal_bias(int64_t T, const torch::Tensor& like);
   torch::Tensor causal_bias_cache_;
 };

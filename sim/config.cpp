@@ -230,6 +230,13 @@ std::vector<KeySpec> build_registry() {
   k.push_back(float_key("fused.ortho_weight", &R::fused, &FusedConfig::ortho_weight, T, "orthogonality loss weight",
                         in_range(0, 100)));
   k.push_back(bool_key("fused.gate", &R::fused, &FusedConfig::gate, T, "logits gate on/off"));
+  k.push_back(str_key("fused.orthogonal", &R::fused, &FusedConfig::orthogonal, T,
+                      "penalty (ortho_weight * |PP^T - I|^2) | hard (orthonormal by construction)",
+                      one_of({"penalty", "hard"})));
+  k.push_back(int_key("fused.gate_top_k", &R::fused, &FusedConfig::gate_top_k, T, "candidates the logits gate scales",
+                      at_least(1)));
+  k.push_back(int_key("fused.gate_hidden", &R::fused, &FusedConfig::gate_hidden, T, "logits gate hidden width",
+                      at_least(1)));
 
   k.push_back(int_key("sfcl.hidden", &R::sfcl, &SfclConfig::hidden, T, "correction module hidden width", at_least(1)));
 

@@ -83,6 +83,9 @@ struct FusedConfig {
   std::string value_rank = "0";         // 0 = off; an integer rank (64) or a ratio of head width (0.5)
   double ortho_weight = 0.01;
   bool gate = false;
+  std::string orthogonal = "penalty";   // penalty (ortho_weight * ‖PPᵀ − I‖²_F) | hard (P from a QR factorisation)
+  int64_t gate_top_k = 5;               // candidates (by logit) the gate scales
+  int64_t gate_hidden = 32;             // gate hidden width
 };
 
 // sfcl (seed 000 §2.1): the in-layer correction loop.

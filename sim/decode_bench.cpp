@@ -6,6 +6,7 @@
 #include "models/verifier.h"
 #include "sim/cost.h"
 #include "sim/decoder.h"
+#include "sim/model_options.h"
 #include "sim/runtime.h"
 #include "sim/verify_hook.h"
 
@@ -13,8 +14,7 @@ namespace zl {
 
 DecodeBenchResult run_decode_bench(const RunConfig& cfg, int64_t prompt_tokens, int64_t repeats) {
   configure_threads(cfg.train.threads);
-  ModelConfig mc = cfg.model;
-  mc.vocab = cfg.data.tokenizer == "byte" ? 257 : cfg.data.vocab_size;
+  ModelConfig mc = model_config(cfg, cfg.data.tokenizer == "byte" ? 257 : cfg.data.vocab_size);
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
   Transformer model = make_model("baseline", mc);
   model->to(resolve_device(cfg.train.device));

@@ -7,6 +7,7 @@
 #include "models/factory.h"
 #include "sim/checkpoint.h"
 #include "sim/decoder.h"
+#include "sim/model_options.h"
 #include "sim/runtime.h"
 #include "sim/study_file.h"
 
@@ -42,8 +43,7 @@ Generator::Generator(const std::string& dir) : impl_(std::make_unique<Impl>()) {
   m.cfg = checkpoint_run_config(dir, &m.config_ini);
   configure_threads(m.cfg.train.threads);
   m.tok = tokenizer_for(m.cfg, dir);
-  m.mc = m.cfg.model;
-  m.mc.vocab = m.tok->vocab_size();
+  m.mc = model_config(m.cfg, m.tok->vocab_size());
   m.model = make_model(m.cfg.variant, m.mc);
   CheckpointDir(dir).load(&m.model, nullptr);
   m.model->eval();

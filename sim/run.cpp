@@ -9,6 +9,7 @@
 #include "sim/cost.h"
 #include "sim/data.h"
 #include "sim/decoder.h"
+#include "sim/model_options.h"
 #include "sim/metrics.h"
 #include "sim/prompts.h"
 #include "sim/provenance.h"
@@ -68,8 +69,7 @@ RunRecord execute_run(const RunConfig& cfg) {
 
   // config → data
   Dataset ds = prepare_data(cfg);
-  ModelConfig mc = cfg.model;
-  mc.vocab = ds.tokenizer->vocab_size();
+  ModelConfig mc = model_config(cfg, ds.tokenizer->vocab_size());
 
   // data → model → trainer
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));

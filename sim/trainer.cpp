@@ -90,6 +90,8 @@ TrainOutcome train_model(const RunConfig& cfg, Transformer& model, const Dataset
     {
       AutocastGuard autocast(bf16, device);
       loss = model->loss(x.to(device), y.to(device));
+      // fused value distillation: + ortho_weight * ‖PPᵀ − I‖²_F (undefined for other variants)
+      if (auto reg = model->regularizer(); reg.defined()) loss = loss + reg;
     }
     optim.zero_grad();
     loss.backward();

@@ -4,6 +4,7 @@
 
 #include "sim/sfvl_stage.h"
 #include "sim/speculative_stage.h"
+#include "sim/fused_stage.h"
 
 namespace zl {
 
@@ -11,7 +12,8 @@ std::unique_ptr<VariantStage> make_variant_stage(const RunConfig& cfg) {
   if (cfg.variant == "baseline") return std::make_unique<VariantStage>();
   if (cfg.variant == "sfvl") return make_sfvl_stage(cfg);
   if (cfg.variant == "speculative") return make_speculative_stage(cfg);
-  throw std::invalid_argument("variant '" + cfg.variant + "' has no run stage yet (available: baseline, sfvl, speculative)");
+  if (cfg.variant == "fused") return std::make_unique<FusedStage>();
+  throw std::invalid_argument("variant '" + cfg.variant + "' is not implemented yet: no run stage (available: baseline, sfvl, speculative, fused)");
 }
 
 }  // namespace zl

@@ -86,9 +86,10 @@ def _write_minimal(path, run_id="r1"):
         for name in ROOT_ATTRS:
             f.attrs[name] = 0 if name in ("git_dirty", "threads") else ""
         f.attrs["schema_version"] = np.int64(1)
-        row = (run_id.encode(), b"t", b"baseline", 1, b"complete", b"", b"", b"", 2.5)
-        dtype = [(n, "S8") for n in INDEX_COLUMNS[:3]] + [("seed", "<i8")] + \
-                [(n, "S8") for n in INDEX_COLUMNS[4:]] + [("val_loss", "<f8")]
+        values = {"run_id": run_id.encode(), "train_id": b"t", "variant": b"baseline", "seed": 1,
+                  "status": b"complete"}
+        row = tuple(values.get(n, b"") for n in INDEX_COLUMNS) + (2.5,)
+        dtype = [(n, "<i8" if n == "seed" else "S8") for n in INDEX_COLUMNS] + [("val_loss", "<f8")]
         f["index"] = np.array([row], dtype=dtype)
         run = f.create_group(f"runs/{run_id}")
         for name in ("config", "status", "error"):

@@ -1,0 +1,34 @@
+#include "sim/model_options.h"
+
+#include <cmath>
+
+namespace zl {
+
+FusedOptions fused_options(const RunConfig& cfg) {
+  FusedOptions o;
+  if (cfg.variant != "fused") return o;
+  const FusedConfig& f = cfg.fused;
+  using KW = FusedOptions::KeyWeighting;
+  using Imp = FusedOptions::Importance;
+  o.key_weighting = f.key_weighting == "scale" ? KW::Scale : f.key_weighting == "bias" ? KW::Bias : KW::Off;
+  o.importance = f.importance == "grad_norm" ? Imp::GradNorm : f.importance == "hidden_norm" ? Imp::HiddenNorm : Imp::AttnMass;
+  o.alpha = f.alpha;
+  const double r = std::stod(f.value_rank);
+  const int64_t D = cfg.model.head_dim();
+  o.value_rank = r == 0 ? 0 : r <= 1 ? std::max<int64_t>(1, std::llround(r * D)) : static_cast<int64_t>(r);
+  o.hard_orthogonal = f.orthogonal == "hard";
+  o.ortho_weight = f.ortho_weight;
+  o.gate = f.gate;
+  o.gate_top_k = f.gate_top_k;
+  o.gate_hidden = f.gate_hidden;
+  return o;
+}
+
+ModelConfig model_config(const RunConfig& cfg, int64_t vocab) {
+  ModelConfig mc = cfg.model;
+  mc.vocab = vocab;
+  mc.fused = fused_options(cfg);
+  return mc;
+}
+
+}  // namespace zl

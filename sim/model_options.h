@@ -1,0 +1,20 @@
+// config → model: the one boundary where a run's config becomes the typed
+// options the modules read (STYLE §1): the shape, the vocabulary the
+// tokenizer gives, and each variant's own parts, all off for other variants.
+#pragma once
+#include <cstdint>
+
+#include "models/model_config.h"
+#include "sim/config.h"
+
+namespace zl {
+
+// The [fused] section as typed model options; all off unless the run's
+// variant is fused. fused.value_rank above 1 is a rank, at most 1 a ratio of
+// the head width (rounded, at least 1), 0 off.
+FusedOptions fused_options(const RunConfig& cfg);
+
+// The model a run trains, with `vocab` from its tokenizer.
+ModelConfig model_config(const RunConfig& cfg, int64_t vocab);
+
+}  // namespace zl
