@@ -5,8 +5,18 @@
 namespace zl {
 
 Transformer make_model(const std::string& variant, const ModelConfig& cfg) {
-  if (variant == "baseline") return Transformer(cfg);
-  throw std::invalid_argument("variant '" + variant + "' is not implemented yet (available: baseline)");
+  if (variant == "baseline") {
+    ModelConfig plain = cfg;
+    plain.correction_hidden = 0;  // sfcl.* options never shape a baseline
+    return Transformer(plain);
+  }
+  // oet starts from a trained sfcl model (SPEC §1): the same network.
+  if (variant == "sfcl" || variant == "oet") {
+    if (cfg.correction_hidden <= 0)
+      throw std::invalid_argument("variant '" + variant + "' needs a correction module: sfcl.hidden must be >= 1");
+    return Transformer(cfg);
+  }
+  throw std::invalid_argument("variant '" + variant + "' is not implemented yet (available: baseline, sfcl, oet)");
 }
 
 }  // namespace zl

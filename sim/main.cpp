@@ -151,6 +151,8 @@ int cmd_generate(int argc, char** argv) {
                                            : load_tokenizer("sentencepiece", (fs::path(dir) / "tokenizer.model").string());
   ModelConfig mc = cfg.model;
   mc.vocab = tok->vocab_size();
+  mc.correction_hidden = cfg.sfcl.hidden;  // used by sfcl/oet only (models/factory.cpp)
+  mc.correction_centered = cfg.sfcl.form == "centered";
   Transformer model = make_model(cfg.variant, mc);
   CheckpointDir(dir).load(&model, nullptr);
 

@@ -70,6 +70,8 @@ RunRecord execute_run(const RunConfig& cfg) {
   Dataset ds = prepare_data(cfg);
   ModelConfig mc = cfg.model;
   mc.vocab = ds.tokenizer->vocab_size();
+  mc.correction_hidden = cfg.sfcl.hidden;  // used by sfcl/oet only (models/factory.cpp)
+  mc.correction_centered = cfg.sfcl.form == "centered";
 
   // data → model → trainer
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
