@@ -31,7 +31,7 @@ std::vector<double> correction_deviations(Transformer& model, const torch::Tenso
   for (int64_t i = 0; i < count; ++i) {
     auto x = sampler.eval_batch(i, count).first.to(device);  // [B,T]
     auto cs = model->corrections(x);                        // L x [B,T,C]
-    auto dev = torch::stack(cs, 0).sub(1.0).abs().mean({0, 3}).to(torch::kCPU, torch::kDouble).contiguous();  // [B,T]
+    auto dev = torch::stack(cs, 0).sub(1.0).abs().mean(std::vector<int64_t>{0, 3}).to(torch::kCPU, torch::kDouble).contiguous();  // [B,T]
     out.insert(out.end(), dev.data_ptr<double>(), dev.data_ptr<double>() + dev.numel());
   }
   return out;
