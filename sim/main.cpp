@@ -151,7 +151,7 @@ int cmd_generate(int argc, char** argv) {
                                            : load_tokenizer("sentencepiece", (fs::path(dir) / "tokenizer.model").string());
   ModelConfig mc = cfg.model;
   mc.vocab = tok->vocab_size();
-  mc.correction_hidden = cfg.sfcl.hidden;  // used by sfcl/oet only (models/factory.cpp)
+  if (trained_family(cfg.variant) == "sfcl") mc.correction_hidden = cfg.sfcl.hidden;  // sfcl/oet only: 0 = no module
   mc.correction_centered = cfg.sfcl.form == "centered";
   Transformer model = make_model(cfg.variant, mc);
   CheckpointDir(dir).load(&model, nullptr);

@@ -70,7 +70,7 @@ RunRecord execute_run(const RunConfig& cfg) {
   Dataset ds = prepare_data(cfg);
   ModelConfig mc = cfg.model;
   mc.vocab = ds.tokenizer->vocab_size();
-  mc.correction_hidden = cfg.sfcl.hidden;  // used by sfcl/oet only (models/factory.cpp)
+  if (trained_family(cfg.variant) == "sfcl") mc.correction_hidden = cfg.sfcl.hidden;  // sfcl/oet only: 0 = no module
   mc.correction_centered = cfg.sfcl.form == "centered";
 
   // data → model → trainer
