@@ -23,6 +23,7 @@ test: build
 bench: build
 	$(PY) python/bench_train.py --zerolayer $(BUILD)/zerolayer
 	OPENBLAS_NUM_THREADS=1 $(PY) python/bench_fused.py --zerolayer $(BUILD)/zerolayer
+	OPENBLAS_NUM_THREADS=1 $(BUILD)/zl_bench
 
 clean:
 	rm -rf $(BUILD)

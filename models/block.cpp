@@ -15,11 +15,25 @@ BlockImpl::BlockImpl(const ModelConfig& c) {
   attn = register_module("attn", Attention(c));
   ln2 = register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.dim})));
   mlp = register_module("mlp", Mlp(c));
+  if (c.correction_hidden > 0)
+    correction = register_module("correction", Correction(c.dim, c.correction_hidden, c.correction_centered));
 }
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& x, const AttentionContext& ctx, LayerCache* cache) {
   auto h = x + attn->forward(ln1(x), ctx, cache);
-  return h + mlp->forward(ln2(h));
+  if (!correction) return h + mlp->forward(ln2(h));  // the baseline path
+  auto u = ln2(h);                                    // [B,T,C] the MLP input
+  switch (correction_mode) {
+    case CorrectionMode::Module: {
+      auto c = correction->forward(u);  // [B,T,C]
+      if (capture_correction) last_correction = c.detach();
+      u = u * c;
+      break;
+    }
+    case CorrectionMode::Override: u = u * correction_override.to(u.dtype()); break;  // [B,T|1,C] broadcast
+    case CorrectionMode::Identity: break;
+  }
+  return h + mlp->forward(u);
 }
 
 }  // namespace zl

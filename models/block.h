@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include "models/attention.h"
+#include "models/correction.h"
 
 namespace zl {
 
@@ -22,6 +23,16 @@ struct BlockImpl : torch::nn::Module {
   torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
   Attention attn{nullptr};
   Mlp mlp{nullptr};
+
+  // sfcl / oet only (cfg.correction_hidden > 0): c multiplies the MLP input
+  // (models/correction.h). Without a module the block is the baseline's,
+  // untouched. The fields below are decode-time switches, set between forward
+  // calls by the variant's stage (TransformerImpl::set_correction_*).
+  Correction correction{nullptr};
+  CorrectionMode correction_mode = CorrectionMode::Module;
+  torch::Tensor correction_override;  // Override mode: [B,T,C] or [B,1,C] coefficients
+  bool capture_correction = false;    // keep the module's c of the last call in last_correction
+  torch::Tensor last_correction;      // [B,T,C]
 };
 TORCH_MODULE(Block);
 

@@ -29,7 +29,7 @@ void layer_norm(const float* x, const float* w, const float* b, float* y, int64_
 bool DecodeStep::supports(const Transformer& model) {
   const auto& w = model->wte->weight;
   if (!w.device().is_cpu() || w.scalar_type() != torch::kFloat || model->is_training()) return false;
-  if (model->cfg.fused.any()) return false;  // key weighting has no parameters of its own to betray it
+  if (model->cfg.fused.any() || model->cfg.correction_hidden > 0) return false;  // key weighting has no parameters of its own to betray it
   std::set<std::string> expected{"wte.weight", "wpe.weight", "ln_f.weight", "ln_f.bias"};
   for (int64_t l = 0; l < model->cfg.layers; ++l) {
     const std::string p = "blocks." + std::to_string(l) + ".";

@@ -17,6 +17,11 @@ struct ModelConfig {
   int64_t mlp_ratio = 4;    // MLP hidden width = mlp_ratio * dim
   double dropout = 0.0;     // on attention output and MLP output (training only)
   FusedOptions fused;       // variant fused: all off by default
+  // sfcl / oet (seed 000 §2.1): the in-layer correction module between
+  // attention and the MLP. Filled from sfcl.* at the boundary; the factory
+  // sets 0 (no module) for the variants without one.
+  int64_t correction_hidden = 0;    // its hidden width; 0 = no module
+  bool correction_centered = true;  // c = 2·sigmoid(z) (zero module = identity) or sigmoid(z) as SPEC §1 writes it
 
   int64_t head_dim() const { return dim / heads; }  // D
 };

@@ -127,6 +127,43 @@ torch::Tensor TransformerImpl::loss(const torch::Tensor& tokens, const torch::Te
   return torch::nn::functional::cross_entropy(logits.reshape({-1, cfg.vocab}).to(torch::kFloat), targets.reshape({-1}));
 }
 
+void TransformerImpl::set_correction_mode(CorrectionMode mode) {
+  TORCH_CHECK(has_correction(), "this model has no correction module (variants sfcl and oet have one)");
+  for (const auto& b : *blocks) b->as<Block>()->correction_mode = mode;
+}
+
+void TransformerImpl::set_correction_override(const std::vector<torch::Tensor>& per_layer) {
+  TORCH_CHECK(has_correction(), "this model has no correction module (variants sfcl and oet have one)");
+  TORCH_CHECK(per_layer.size() == blocks->size(), "correction override: ", per_layer.size(), " layers given, model has ",
+              blocks->size());
+  for (size_t l = 0; l < blocks->size(); ++l) {
+    auto* b = blocks[l]->as<Block>();
+    b->correction_mode = CorrectionMode::Override;
+    b->correction_override = per_layer[l];
+  }
+}
+
+std::vector<torch::Tensor> TransformerImpl::corrections(const torch::Tensor& tokens) {
+  TORCH_CHECK(has_correction(), "this model has no correction module (variants sfcl and oet have one)");
+  std::vector<CorrectionMode> saved;
+  for (const auto& b : *blocks) {
+    auto* blk = b->as<Block>();
+    saved.push_back(blk->correction_mode);
+    blk->correction_mode = CorrectionMode::Module;
+    blk->capture_correction = true;
+  }
+  forward(tokens);
+  std::vector<torch::Tensor> out;
+  for (size_t l = 0; l < blocks->size(); ++l) {
+    auto* blk = blocks[l]->as<Block>();
+    out.push_back(blk->last_correction);
+    blk->last_correction = torch::Tensor();
+    blk->capture_correction = false;
+    blk->correction_mode = saved[l];
+  }
+  return out;
+}
+
 KVCache TransformerImpl::make_cache(int64_t batch, int64_t capacity) {
   if (capacity <= 0) capacity = cfg.context;
   return KVCache::allocate(cfg, batch, capacity, wte->weight.options());

@@ -29,6 +29,17 @@ struct TransformerImpl : torch::nn::Module {
   torch::Tensor forward_traced(const torch::Tensor& tokens, FusedTrace& trace);
 
   KVCache make_cache(int64_t batch, int64_t capacity = 0);
+
+  // The correction module (sfcl/oet; models/correction.h). Decode-time
+  // switches for every block: the module's own c, identity, or given
+  // coefficients per layer (each [B,T,C] or [B,1,C]). has_correction() is
+  // false for the variants without a module, where these throw.
+  bool has_correction() const { return cfg.correction_hidden > 0; }
+  void set_correction_mode(CorrectionMode mode);
+  void set_correction_override(const std::vector<torch::Tensor>& per_layer);
+  // Teacher-forced: tokens [B,T] -> the module's c of every layer, each [B,T,C]
+  // (the module runs whatever the mode; the mode is restored).
+  std::vector<torch::Tensor> corrections(const torch::Tensor& tokens);
   int64_t parameter_count(bool include_embeddings = true) const;
 
   ModelConfig cfg;

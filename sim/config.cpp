@@ -239,6 +239,28 @@ std::vector<KeySpec> build_registry() {
                       at_least(1)));
 
   k.push_back(int_key("sfcl.hidden", &R::sfcl, &SfclConfig::hidden, T, "correction module hidden width", at_least(1)));
+  k.push_back(str_key("sfcl.form", &R::sfcl, &SfclConfig::form, T,
+                      "centered: c = 2*sigmoid (zero module = identity) | literal: c = sigmoid",
+                      one_of({"centered", "literal"})));
+  k.push_back(bool_key("sfcl.at_inference", &R::sfcl, &SfclConfig::at_inference, E,
+                       "run the correction module when decoding (off: c = 1, the naive removal)"));
+  k.push_back(float_key("sfcl.misfire_threshold", &R::sfcl, &SfclConfig::misfire_threshold, E,
+                        "mean |c - 1| above which a position misfires (0 = calibrate by sfcl.misfire_quantile)",
+                        in_range(0, 2)));
+  k.push_back(float_key("sfcl.misfire_quantile", &R::sfcl, &SfclConfig::misfire_quantile, E,
+                        "calibrated threshold: this quantile of the training corpus's deviations", in_range(0, 1, true)));
+  k.push_back(int_key("sfcl.probe_windows", &R::sfcl, &SfclConfig::probe_windows, E,
+                      "windows per corpus for the misfire rates", at_least(1)));
+
+  k.push_back(int_key("oet.buckets", &R::oet, &OetConfig::buckets, E, "context buckets per event kind", at_least(1)));
+  k.push_back(int_key("oet.numeric_run", &R::oet, &OetConfig::numeric_run, E,
+                      "consecutive numeric tokens that fire the numeric event", at_least(1)));
+  k.push_back(int_key("oet.nesting_depth", &R::oet, &OetConfig::nesting_depth, E,
+                      "the nesting event fires deeper than this many conditionals", at_least(0)));
+  k.push_back(int_key("oet.table_windows", &R::oet, &OetConfig::table_windows, E,
+                      "training windows the offline table averages over", at_least(1)));
+  k.push_back(float_key("oet.tolerance", &R::oet, &OetConfig::tolerance, E,
+                        "table entries with |mean c - 1| below this are left out", in_range(0, 1)));
 
   k.push_back(str_key("output.dir", &R::output, &OutputConfig::dir, O, "where shards, checkpoints and results go",
                       [](const std::string& v) {
@@ -342,6 +364,7 @@ bool relevant(const std::string& key, const std::string& variant, bool training_
   if (key.rfind("speculative.", 0) == 0) return variant == "speculative" && !training_only;
   if (key.rfind("fused.", 0) == 0) return family == "fused";
   if (key.rfind("sfcl.", 0) == 0) return family == "sfcl";
+  if (key.rfind("oet.", 0) == 0) return variant == "oet" && !training_only;
   return true;
 }
 

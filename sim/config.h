@@ -91,6 +91,21 @@ struct FusedConfig {
 // sfcl (seed 000 §2.1): the in-layer correction loop.
 struct SfclConfig {
   int64_t hidden = 16;                  // correction module hidden width
+  std::string form = "centered";        // centered: c = 2·sigmoid (zero module = identity) | literal: c = sigmoid
+  bool at_inference = true;             // false: the module is skipped (c = 1) when decoding (S002-naive-removal)
+  double misfire_threshold = 0;         // mean |c − 1| above which a position "misfires"; 0 = calibrate (below)
+  double misfire_quantile = 0.95;       // calibrated threshold: this quantile of the training corpus's deviations
+  int64_t probe_windows = 16;           // windows of model.context tokens per corpus for the misfire rates
+};
+
+// oet (seed 000 §2.2): the Offline State Modeller's table and the Online
+// Event Trigger. Evaluation keys: oet reuses the sfcl checkpoint.
+struct OetConfig {
+  int64_t buckets = 4;                  // context buckets per event kind (by position in the context)
+  int64_t numeric_run = 3;              // consecutive numeric tokens that fire the numeric event
+  int64_t nesting_depth = 3;            // the nesting event fires when conditionals nest deeper than this
+  int64_t table_windows = 64;           // training windows (model.context tokens) the table averages over
+  double tolerance = 1e-3;              // table entries with |mean c − 1| below this are left out (c = 1)
 };
 
 struct OutputConfig {
@@ -109,6 +124,7 @@ struct RunConfig {
   SpeculativeConfig speculative;
   FusedConfig fused;
   SfclConfig sfcl;
+  OetConfig oet;
   OutputConfig output;
 };
 

@@ -94,6 +94,7 @@ DecodeOutput decode(Transformer& model, const std::vector<std::vector<int32_t>>&
     auto cache = model->make_cache(B);
     out.kv_bytes_per_token = cache.bytes_per_token();
     const auto start = Clock::now();
+    if (hook) hook->before_prefill(b.seqs);  // timed: its work is the variant's cost
     auto logits = prefill(model, cache, b, dev);  // [B,V]
     std::vector<double> temperature(B, opt.sampling.temperature);
 

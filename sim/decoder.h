@@ -37,6 +37,10 @@ struct DecodeHook {
   };
   virtual ~DecodeHook() = default;
   virtual void begin_batch(int64_t batch) = 0;
+  // Just before the prompts of the batch are prefilled (as truncated to fit):
+  // a hook may set per-sequence model state for the prefill (oet's table
+  // corrections at the prompt's events). Default: nothing.
+  virtual void before_prefill(const std::vector<std::vector<int32_t>>& prompts) {}
   virtual Verdict review(const std::vector<std::vector<int32_t>>& sequences, const std::vector<bool>& active) = 0;
 };
 

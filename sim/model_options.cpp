@@ -28,6 +28,9 @@ ModelConfig model_config(const RunConfig& cfg, int64_t vocab) {
   ModelConfig mc = cfg.model;
   mc.vocab = vocab;
   mc.fused = fused_options(cfg);
+  // sfcl / oet only: other variants get no correction module.
+  if (trained_family(cfg.variant) == "sfcl") mc.correction_hidden = cfg.sfcl.hidden;
+  mc.correction_centered = cfg.sfcl.form == "centered";
   return mc;
 }
 

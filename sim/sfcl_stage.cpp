@@ -1,0 +1,191 @@
+#include "sim/sfcl_stage.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "datasets/batch_sampler.h"
+#include "datasets/corpus.h"
+#include "sim/metrics.h"
+#include "sim/trainer.h"
+
+namespace zl {
+namespace {
+
+// Restores every block's correction mode when it goes out of scope.
+struct ModeGuard {
+  Transformer& model;
+  explicit ModeGuard(Transformer& m, CorrectionMode mode) : model(m) { model->set_correction_mode(mode); }
+  ~ModeGuard() { model->set_correction_mode(CorrectionMode::Module); }
+};
+
+}  // namespace
+
+std::vector<double> correction_deviations(Transformer& model, const torch::Tensor& tokens, int64_t windows,
+                                          const torch::Device& device) {
+  torch::NoGradGuard no_grad;
+  model->eval();
+  const int64_t B = std::min<int64_t>(8, windows), count = (windows + B - 1) / B;
+  BatchSampler sampler(tokens, B, model->cfg.context, /*seed=*/0);
+  std::vector<double> out;
+  for (int64_t i = 0; i < count; ++i) {
+    auto x = sampler.eval_batch(i, count).first.to(device);  // [B,T]
+    auto cs = model->corrections(x);                        // L x [B,T,C]
+    auto dev = torch::stack(cs, 0).sub(1.0).abs().mean(std::vector<int64_t>{0, 3}).to(torch::kCPU, torch::kDouble).contiguous();  // [B,T]
+    out.insert(out.end(), dev.data_ptr<double>(), dev.data_ptr<double>() + dev.numel());
+  }
+  return out;
+}
+
+std::pair<double, double> replay_step_ms(Transformer& model, const std::vector<std::vector<int32_t>>& prompts,
+                                         const std::vector<std::vector<int32_t>>& continuations, int64_t batch,
+                                         int64_t max_new_tokens) {
+  using Clock = std::chrono::steady_clock;
+  torch::NoGradGuard no_grad;
+  model->eval();
+  const auto dev = model->wte->weight.device();
+  const int64_t max_prompt = std::max<int64_t>(1, model->cfg.context - max_new_tokens);
+  double seconds[2] = {0, 0};  // [0] module, [1] identity
+  int64_t steps = 0;
+  for (size_t first = 0; first < prompts.size(); first += batch) {
+    const int64_t B = std::min<int64_t>(batch, prompts.size() - first);
+    int64_t T = 0, S = 0;
+    std::vector<std::vector<int32_t>> p(B);
+    for (int64_t i = 0; i < B; ++i) {
+      const auto& full = prompts[first + i];
+      const size_t keep = std::min<size_t>(full.size(), max_prompt);
+      p[i].assign(full.end() - keep, full.end());
+      T = std::max<int64_t>(T, p[i].size());
+      S = std::max<int64_t>(S, continuations[first + i].size());
+    }
+    S = std::min<int64_t>(S, model->cfg.context - T);
+    if (S <= 0) continue;
+    auto tokens = torch::zeros({B, T}, torch::kLong);
+    std::vector<int64_t> lens(B);
+    for (int64_t i = 0; i < B; ++i) {
+      for (size_t j = 0; j < p[i].size(); ++j) tokens[i][j] = p[i][j];
+      lens[i] = p[i].size();
+    }
+    // The fed tokens of each step, built before timing: [S,B,1].
+    auto feed = torch::zeros({S, B, 1}, torch::kLong);
+    for (int64_t i = 0; i < B; ++i) {
+      const auto& c = continuations[first + i];
+      for (int64_t s = 0; s < S && s < static_cast<int64_t>(c.size()); ++s) feed[s][i][0] = c[s];
+    }
+    feed = feed.to(dev);
+    // Two caches in lockstep, one per mode: each step is timed with the
+    // module and without it back to back (the order alternating), so both
+    // see the same machine load.
+    KVCache caches[2] = {model->make_cache(B), model->make_cache(B)};
+    const CorrectionMode modes[2] = {CorrectionMode::Module, CorrectionMode::Identity};
+    for (int k = 0; k < 2; ++k) {
+      model->set_correction_mode(modes[k]);
+      model->forward(tokens.to(dev), caches[k]);
+      caches[k].lengths.copy_(torch::tensor(lens, torch::kLong).to(dev));
+    }
+    for (int64_t s = 0; s < S; ++s) {
+      for (int j = 0; j < 2; ++j) {
+        const int k = (s + j) % 2;
+        model->set_correction_mode(modes[k]);
+        const auto start = Clock::now();
+        model->forward(feed[s], caches[k]);
+        seconds[k] += std::chrono::duration<double>(Clock::now() - start).count();
+      }
+    }
+    steps += S;
+  }
+  model->set_correction_mode(CorrectionMode::Module);
+  if (steps == 0) return {std::nan(""), std::nan("")};
+  return {1000.0 * seconds[0] / steps, 1000.0 * seconds[1] / steps};
+}
+
+torch::Tensor held_out_tokens(const RunConfig& cfg, const Tokenizer& tok, const std::string& corpus, int64_t enough) {
+  // The split of sim/data.cpp (fixed corpus seed 1234, data.val_fraction), but
+  // only as many held-out documents are encoded as the probes need: encoding
+  // all of a large corpus (the license texts: minutes here) for 16 windows
+  // would dominate a study.
+  const uint64_t corpus_seed = 1234;
+  auto docs = split_corpus(load_corpus(corpus_options(cfg.data, corpus), corpus_seed), cfg.data.val_fraction, corpus_seed).val;
+  std::vector<int32_t> ids;
+  for (const auto& d : docs) {
+    auto part = tok.encode(d.text);
+    ids.insert(ids.end(), part.begin(), part.end());
+    ids.push_back(tok.eos_id());
+    if (static_cast<int64_t>(ids.size()) >= enough) break;
+  }
+  if (static_cast<int64_t>(ids.size()) <= cfg.model.context + 1)
+    throw std::runtime_error("data.eval_corpus '" + corpus + "': its held-out documents hold " +
+                             std::to_string(ids.size()) + " tokens, too few for one window of model.context");
+  return torch::tensor(ids, torch::kInt);
+}
+
+void SfclStage::prepare(const StageContext& ctx, RunRecord& r) {
+  auto& model = ctx.model;
+  auto& m = r.metrics;
+  const auto& s = ctx.cfg.sfcl;
+
+  // The naive removal: the trained model with its module skipped.
+  {
+    ModeGuard off(model, CorrectionMode::Identity);
+    BatchSampler val(ctx.data.val.tokens, ctx.cfg.train.batch, ctx.cfg.model.context, static_cast<uint64_t>(ctx.cfg.seed));
+    m["sfcl_off_val_loss"] = evaluate_loss(model, val, ctx.cfg.train.eval_batches, ctx.device,
+                                           ctx.cfg.train.precision == "bf16");
+  }
+  model->set_correction_mode(CorrectionMode::Module);
+
+  // Misfire rates: calibrate τ on the training split, measure on held-out
+  // in-distribution text and on the out-of-distribution corpus.
+  const auto train_dev = correction_deviations(model, ctx.data.train.tokens, s.probe_windows, ctx.device);
+  const double tau = s.misfire_threshold > 0 ? s.misfire_threshold : percentile(train_dev, 100.0 * s.misfire_quantile);
+  auto rate = [tau](const std::vector<double>& d) {
+    if (d.empty()) return std::nan("");
+    return static_cast<double>(std::count_if(d.begin(), d.end(), [tau](double v) { return v > tau; })) / d.size();
+  };
+  const auto val_dev = correction_deviations(model, ctx.data.val.tokens, s.probe_windows, ctx.device);
+  m["sfcl_misfire_threshold"] = tau;
+  m["sfcl_deviation_mean"] = mean(val_dev);
+  m["sfcl_misfire_rate"] = rate(val_dev);
+  m["sfcl_ood_misfire_rate"] = std::nan("");
+  m["sfcl_ood_deviation_mean"] = std::nan("");
+  if (!ctx.cfg.data.eval_corpus.empty()) {
+    const auto ood = held_out_tokens(ctx.cfg, *ctx.data.tokenizer, ctx.cfg.data.eval_corpus,
+                                     4 * s.probe_windows * ctx.cfg.model.context);
+    const auto ood_dev = correction_deviations(model, ood, s.probe_windows, ctx.device);
+    m["sfcl_ood_deviation_mean"] = mean(ood_dev);
+    m["sfcl_ood_misfire_rate"] = rate(ood_dev);
+  }
+}
+
+DecodeOutput SfclStage::decode(const StageContext& ctx, const std::vector<std::vector<int32_t>>& prompts,
+                               const DecodeOptions& opt, at::Generator& gen, bool logged) {
+  ModeGuard mode(ctx.model, ctx.cfg.sfcl.at_inference ? CorrectionMode::Module : CorrectionMode::Identity);
+  return zl::decode(ctx.model, prompts, opt, gen);
+}
+
+void SfclStage::add_flops(const StageContext& ctx, int64_t context, std::map<std::string, double>& per_module) {
+  const auto& mc = ctx.model->cfg;
+  per_module["correction"] = ctx.cfg.sfcl.at_inference ? mc.layers * CorrectionImpl::flops(mc.dim, mc.correction_hidden) : 0.0;
+}
+
+void SfclStage::finish(const StageContext& ctx, const Prompts& prompts, const DecodeOutput& quality, RunRecord& r) {
+  auto& m = r.metrics;
+  const auto& mc = ctx.model->cfg;
+  const double module_flops = mc.layers * CorrectionImpl::flops(mc.dim, mc.correction_hidden);
+  // The share the module has (or would have) in a decoded token's FLOPs.
+  const double total = m["flops_per_token"] - m["flops_correction"] + module_flops;
+  m["flops_share_correction"] = module_flops / total;
+
+  // Best of 3 paired replays (the one least disturbed by other load).
+  double with = std::numeric_limits<double>::infinity(), without = with;
+  for (int rep = 0; rep < 3; ++rep) {
+    auto [a, b] = replay_step_ms(ctx.model, prompts.tokens, quality.continuations, ctx.cfg.decode.batch,
+                                 ctx.cfg.decode.max_new_tokens);
+    if (a + b < with + without) with = a, without = b;
+  }
+  m["sfcl_step_ms_module"] = with;
+  m["sfcl_step_ms_identity"] = without;
+  m["time_share_correction"] = 1.0 - without / with;
+}
+
+}  // namespace zl
