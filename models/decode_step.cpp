@@ -48,6 +48,12 @@ bool DecodeStep::supports(const Transformer& model) {
 DecodeStep::DecodeStep(Transformer model) : model_(std::move(model)) {
   TORCH_CHECK(supports(model_), "DecodeStep: the model is not a CPU float32 baseline transformer in eval mode");
   auto params = model_->named_parameters();
+  // Weights are read transposed ([in,out]): copied once per decode, a few MB at most.
+  auto t = [&](const std::string& name) {
+    transposed_.push_back(params[name].detach().t().contiguous());
+    return ptr(transposed_.back());
+  };
+  wte_t_ = t("wte.weight");
   wte_ = ptr(params["wte.weight"]);
   wpe_ = ptr(params["wpe.weight"]);
   lnf_w_ = ptr(params["ln_f.weight"]);
@@ -55,9 +61,9 @@ DecodeStep::DecodeStep(Transformer model) : model_(std::move(model)) {
   eps_ = model_->ln_f->options.eps();
   for (int64_t l = 0; l < model_->cfg.layers; ++l) {
     const std::string p = "blocks." + std::to_string(l) + ".";
-    layers_.push_back({ptr(params[p + "ln1.weight"]), ptr(params[p + "ln1.bias"]), ptr(params[p + "attn.qkv.weight"]),
-                       ptr(params[p + "attn.proj.weight"]), ptr(params[p + "ln2.weight"]), ptr(params[p + "ln2.bias"]),
-                       ptr(params[p + "mlp.fc.weight"]), ptr(params[p + "mlp.proj.weight"])});
+    layers_.push_back({ptr(params[p + "ln1.weight"]), ptr(params[p + "ln1.bias"]), t(p + "attn.qkv.weight"),
+                       t(p + "attn.proj.weight"), ptr(params[p + "ln2.weight"]), ptr(params[p + "ln2.bias"]),
+                       t(p + "mlp.fc.weight"), t(p + "mlp.proj.weight")});
   }
 }
 
@@ -93,7 +99,7 @@ torch::Tensor DecodeStep::forward(const std::vector<int64_t>& tokens, KVCache& c
     float* kc = cache.layers[l].k.data_ptr<float>();  // [B,H,cap,D]
     float* vc = cache.layers[l].v.data_ptr<float>();
     for (int64_t b = 0; b < B; ++b) layer_norm(x + b * C, L.ln1_w, L.ln1_b, h + b * C, C, eps_);
-    matmul_bt(B, 3 * C, C, h, L.qkv, qkv);  // [B,3C]: q | k | v, head-major inside each
+    rows_times_wt(B, 3 * C, C, h, L.qkv, qkv);  // [B,3C]: q | k | v, head-major inside each
     // Write the new keys and values, then score every visible slot: slot j
     // is visible to sequence b iff j <= len[b] (stale slots past it are not).
     at::parallel_for(0, B * H, 1, [&](int64_t begin, int64_t end) {
@@ -105,12 +111,7 @@ torch::Tensor DecodeStep::forward(const std::vector<int64_t>& tokens, KVCache& c
         std::copy(q + C, q + C + D, kb + pos * D);
         std::copy(q + 2 * C, q + 2 * C + D, vb + pos * D);
         float* s = scores + bh * span;
-        for (int64_t j = 0; j <= pos; ++j) {
-          const float* k = kb + j * D;
-          float dot = 0;
-          for (int64_t d = 0; d < D; ++d) dot += q[d] * k[d];
-          s[j] = dot * scale;
-        }
+        for (int64_t j = 0; j <= pos; ++j) s[j] = dot(q, kb + j * D, D) * scale;
         for (int64_t j = pos + 1; j < span; ++j) s[j] = neg_inf;
       }
     });
@@ -122,20 +123,19 @@ torch::Tensor DecodeStep::forward(const std::vector<int64_t>& tokens, KVCache& c
         const float* p = probs + bh * span;
         float* out = y + b * C + hd * D;
         std::fill(out, out + D, 0.0f);
-        for (int64_t j = 0; j <= pos; ++j)
-          for (int64_t d = 0; d < D; ++d) out[d] += p[j] * vb[j * D + d];
+        for (int64_t j = 0; j <= pos; ++j) axpy(p[j], vb + j * D, out, D);
       }
     });
-    matmul_bt(B, C, C, y, L.proj, a);
+    rows_times_wt(B, C, C, y, L.proj, a);
     for (int64_t i = 0; i < B * C; ++i) x[i] += a[i];
     for (int64_t b = 0; b < B; ++b) layer_norm(x + b * C, L.ln2_w, L.ln2_b, h + b * C, C, eps_);
-    matmul_bt(B, F, C, h, L.fc, f);
+    rows_times_wt(B, F, C, h, L.fc, f);
     at::gelu_(f_t);  // exact (erf) GELU, as torch::gelu: one vectorised kernel
-    matmul_bt(B, C, F, f, L.mlp_proj, a);
+    rows_times_wt(B, C, F, f, L.mlp_proj, a);
     for (int64_t i = 0; i < B * C; ++i) x[i] += a[i];
   }
   for (int64_t b = 0; b < B; ++b) layer_norm(x + b * C, lnf_w_, lnf_b_, h + b * C, C, eps_);
-  matmul_bt(B, V, C, h, wte_, logits.data_ptr<float>());  // head tied to the embedding
+  rows_times_wt(B, V, C, h, wte_t_, logits.data_ptr<float>());  // head tied to the embedding
   for (int64_t b = 0; b < B; ++b) ++len[b];
   return logits;
 }

@@ -33,8 +33,9 @@ class DecodeStep {
     const float *ln1_w, *ln1_b, *qkv, *proj, *ln2_w, *ln2_b, *fc, *mlp_proj;
   };
   Transformer model_;
-  std::vector<Layer> layers_;
-  const float *wte_, *wpe_, *lnf_w_, *lnf_b_;
+  std::vector<Layer> layers_;            // matrices transposed ([in,out]) for models/blas.h
+  std::vector<torch::Tensor> transposed_;  // owns those copies
+  const float *wte_, *wte_t_, *wpe_, *lnf_w_, *lnf_b_;
   double eps_ = 1e-5;
 };
 

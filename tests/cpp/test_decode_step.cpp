@@ -23,14 +23,16 @@ ModelConfig shape() {
   return c;
 }
 
-TEST(DecodeStep, MatmulMatchesTorch) {
-  auto a = torch::randn({5, 300}), w = torch::randn({700, 300});
+TEST(DecodeStep, KernelsMatchTorch) {
+  auto a = torch::randn({5, 300}), wt = torch::randn({300, 700});
   auto c = torch::empty({5, 700});
-  matmul_bt(5, 700, 300, a.data_ptr<float>(), w.data_ptr<float>(), c.data_ptr<float>());  // split across threads
-  EXPECT_TRUE(torch::allclose(c, a.mm(w.t()), 1e-4, 1e-4));
-  auto c2 = torch::empty({5, 7});
-  matmul_bt(5, 7, 300, a.data_ptr<float>(), w.data_ptr<float>(), c2.data_ptr<float>());
-  EXPECT_TRUE(torch::allclose(c2, a.mm(w.narrow(0, 0, 7).t()), 1e-4, 1e-4));
+  rows_times_wt(5, 700, 300, a.data_ptr<float>(), wt.data_ptr<float>(), c.data_ptr<float>());  // 3 column blocks
+  EXPECT_TRUE(torch::allclose(c, a.mm(wt), 1e-4, 1e-4));
+  auto x = torch::randn({37}), y = torch::randn({37});
+  EXPECT_NEAR(dot(x.data_ptr<float>(), y.data_ptr<float>(), 37), x.dot(y).item<float>(), 1e-4);
+  auto z = y.clone();
+  axpy(0.5f, x.data_ptr<float>(), z.data_ptr<float>(), 37);
+  EXPECT_TRUE(torch::allclose(z, y + 0.5 * x, 1e-6, 1e-6));
 }
 
 TEST(DecodeStep, SameLogitsAndCacheAsTheReferencePath) {
