@@ -38,8 +38,8 @@ def test_fused_study_holds_every_fused_metric(zl, tmpdir_zl):
     zl("ablate", "ablations/fused.ini", "--output.dir", out, *TINY)
     path = os.path.join(out, "results.h5")
     df = index_of(path)
-    assert len(df) == 5 and set(df["status"]) == {"complete"}, df[["variant", "status"]]
-    assert sorted(df["variant"]) == ["baseline"] + ["fused"] * 4
+    assert len(df) == 6 and set(df["status"]) == {"complete"}, df[["variant", "status"]]
+    assert sorted(df["variant"]) == ["baseline"] + ["fused"] * 4 + ["sfvl"]
     base = df[df["variant"] == "baseline"].iloc[0]
     with h5py.File(path, "r") as f:
         configs = {rid: f["runs"][rid].attrs["config"] for rid in df["run_id"]}
