@@ -135,11 +135,11 @@ class SfvlStage : public VariantStage {
     r.tables["decode/events"] = event_table();
 
     // Cost: the verifier's measured share of decode time (timed passes only)
-    // against its analytic share of FLOPs per kept token.
+    // against its analytic share of FLOPs. Each check goes with one model
+    // step (the token it checks), so the share per check is the share per
+    // kept token too, however often re-sampling repeats a position.
     m["verifier_time_share"] = decode_seconds_ > 0 ? hook_seconds_ / decode_seconds_ : NAN;
-    const double per_kept = timed_kept_ > 0 ? static_cast<double>(timed_checks_) / timed_kept_ : 1.0;
-    const double v = m["flops_verifier"] * per_kept;
-    m["verifier_flops_share"] = v / (m["flops_per_token"] - m["flops_verifier"] + v);
+    m["verifier_flops_share"] = m["flops_verifier"] / m["flops_per_token"];
   }
 
  private:
@@ -159,8 +159,6 @@ class SfvlStage : public VariantStage {
     } else {
       hook_seconds_ += hook.seconds;
       decode_seconds_ += out.seconds;
-      timed_checks_ += hook.checks;
-      timed_kept_ += out.kept_tokens;
     }
     return out;
   }
@@ -246,7 +244,7 @@ class SfvlStage : public VariantStage {
   Verifier verifier_{nullptr};
   std::vector<VerifyEvent> events_;
   double hook_seconds_ = 0, decode_seconds_ = 0;
-  int64_t timed_checks_ = 0, timed_kept_ = 0, passes_ = 0;
+  int64_t passes_ = 0;
 };
 
 }  // namespace
