@@ -46,7 +46,7 @@ namespace {
 // out[N·W, E] = conv1d(x[N, W, E] as channels E, kernel 3, padding 1) by
 // im2col: column (i·3 + k) of row (n, w) holds x[n][w + k − 1][i], the order
 // of a Conv1d weight [E_out, E_in, 3] flattened to [E_out, 3·E_in].
-void conv3(const float* x, int64_t N, int64_t W, int64_t E, const torch::Tensor& weight, const float* bias, float* cols,
+void conv3(const float* x, int64_t N, int64_t W, int64_t E, const float* weight, const float* bias, float* cols,
            float* out) {
   for (int64_t n = 0; n < N; ++n)
     for (int64_t w = 0; w < W; ++w) {
@@ -57,10 +57,10 @@ void conv3(const float* x, int64_t N, int64_t W, int64_t E, const torch::Tensor&
           row[i * 3 + k] = (at < 0 || at >= W) ? 0.0f : x[(n * W + at) * E + i];
         }
     }
-  auto wt = weight.reshape({E, 3 * E}).t().contiguous();  // [3E, E]
-  rows_times_wt(N * W, E, 3 * E, cols, wt.data_ptr<float>(), out);
+  // One dot product per (row, output channel) against the weight's own rows:
+  // no transposed copy of the weight per call.
   for (int64_t r = 0; r < N * W; ++r)
-    for (int64_t o = 0; o < E; ++o) out[r * E + o] += bias[o];
+    for (int64_t o = 0; o < E; ++o) out[r * E + o] = dot(cols + r * 3 * E, weight + o * 3 * E, 3 * E) + bias[o];
 }
 
 }  // namespace
@@ -79,9 +79,9 @@ torch::Tensor VerifierImpl::score(const torch::Tensor& tokens) {
         *g = g_t.data_ptr<float>();
   const float* e = emb.data_ptr<float>();
   for (int64_t r = 0; r < N * W; ++r) std::copy(e + t[r] * E, e + t[r] * E + E, x + r * E);
-  conv3(x, N, W, E, conv1->weight, conv1->bias.data_ptr<float>(), cols, h);
+  conv3(x, N, W, E, conv1->weight.data_ptr<float>(), conv1->bias.data_ptr<float>(), cols, h);
   at::gelu_(h_t);
-  conv3(h, N, W, E, conv2->weight, conv2->bias.data_ptr<float>(), cols, g);
+  conv3(h, N, W, E, conv2->weight.data_ptr<float>(), conv2->bias.data_ptr<float>(), cols, g);
   at::gelu_(g_t);
   auto result = torch::empty({N}, opts);
   float* res = result.data_ptr<float>();
