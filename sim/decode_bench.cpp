@@ -37,9 +37,7 @@ DecodeBenchResult run_decode_bench(const RunConfig& cfg, int64_t prompt_tokens, 
     if (rep > 0) r.baseline_tok_s = std::max(r.baseline_tok_s, base.kept_tokens / base.seconds);
 
     VerifyHook hook([&](const torch::Tensor& w) { return verifier->score(w); }, cfg.verify.window,
-                    {cfg.verify.threshold, cfg.verify.drop, cfg.decode.temperature, cfg.verify.temp_bump,
-                     cfg.verify.max_retries},
-                    31 + rep, /*log=*/false);
+                    VerifyPolicy::from(cfg.verify, cfg.decode.temperature), 31 + rep, /*log=*/false);
     DecodeOutput v = decode(model, prompts, opt, gen, &hook);
     if (rep > 0 && v.kept_tokens / v.seconds > r.sfvl_tok_s) {
       r.sfvl_tok_s = v.kept_tokens / v.seconds;

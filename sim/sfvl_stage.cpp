@@ -143,16 +143,12 @@ class SfvlStage : public VariantStage {
   }
 
  private:
-  VerifyPolicy policy(const RunConfig& cfg, const DecodeOptions& opt) const {
-    return {cfg.verify.threshold, cfg.verify.drop, opt.sampling.temperature, cfg.verify.temp_bump,
-            cfg.verify.max_retries};
-  }
-
   DecodeOutput run(const StageContext& ctx, const std::vector<std::vector<int32_t>>& prompts,
                    const DecodeOptions& opt, at::Generator& gen, bool logged, const std::string& pass) {
     Verifier v = verifier_;
     VerifyHook hook([v](const torch::Tensor& w) mutable { return v->score(w); }, v->cfg.window,
-                    policy(ctx.cfg, opt), static_cast<uint64_t>(ctx.cfg.seed) * 6151 + passes_++, logged, pass);
+                    VerifyPolicy::from(ctx.cfg.verify, opt.sampling.temperature),
+                    static_cast<uint64_t>(ctx.cfg.seed) * 6151 + passes_++, logged, pass);
     DecodeOutput out = zl::decode(ctx.model, prompts, opt, gen, &hook);
     if (logged) {
       for (auto& e : hook.events) events_.push_back(std::move(e));

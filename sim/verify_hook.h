@@ -15,6 +15,7 @@
 
 #include <torch/torch.h>
 
+#include "sim/config.h"
 #include "sim/decoder.h"
 #include "sim/resample_log.h"
 
@@ -26,6 +27,11 @@ struct VerifyPolicy {
   double temperature = 0.8;  // the decode temperature
   double temp_bump = 0.3;    // re-samples are drawn at temperature + temp_bump
   int64_t max_retries = 3;
+
+  // A run's [verify] section at decode temperature `temperature`.
+  static VerifyPolicy from(const VerifyConfig& v, double temperature) {
+    return {v.threshold, v.drop, temperature, v.temp_bump, v.max_retries};
+  }
 };
 
 // Scores windows [N,W] int64 -> confidences [N] in [0,1] (the verifier's).
