@@ -54,6 +54,10 @@ DecodeOptions decode_options(const DecodeConfig& d, int32_t eos_id) {
   return opt;
 }
 
+size_t kept_prompt_tokens(size_t prompt_size, int64_t context, const DecodeOptions& opt) {
+  return std::min<size_t>(prompt_size, std::max<int64_t>(1, context - opt.max_new_tokens));
+}
+
 RequestTiming request_timing(Clock::time_point start, const std::vector<Clock::time_point>& times) {
   RequestTiming t;
   t.tokens = times.size();
@@ -72,7 +76,6 @@ DecodeOutput decode(Transformer& model, const std::vector<std::vector<int32_t>>&
   std::optional<DecodeStep> fast;
   if (opt.fast_step && DecodeStep::supports(model)) fast.emplace(model);
   const auto dev = model->wte->weight.device();
-  const int64_t max_prompt = model->cfg.context - opt.max_new_tokens;
   DecodeOutput out;
   out.continuations.resize(prompts.size());
   out.timings.resize(prompts.size());
@@ -83,7 +86,7 @@ DecodeOutput decode(Transformer& model, const std::vector<std::vector<int32_t>>&
     Batch b;
     for (size_t i = 0; i < B; ++i) {
       const auto& p = prompts[first + i];
-      size_t keep = std::min<size_t>(p.size(), std::max<int64_t>(1, max_prompt));
+      const size_t keep = kept_prompt_tokens(p.size(), model->cfg.context, opt);
       b.seqs.emplace_back(p.end() - keep, p.end());
       b.prompt_len.push_back(keep);
     }
@@ -159,13 +162,8 @@ DecodeOutput decode(Transformer& model, const std::vector<std::vector<int32_t>>&
       cache.lengths -= torch::tensor(finished, torch::kLong).to(dev);
     }
 
-    for (size_t i = 0; i < B; ++i) {
-      auto& cont = out.continuations[first + i];
-      cont.assign(b.seqs[i].begin() + b.prompt_len[i], b.seqs[i].end());
-      if (!cont.empty() && cont.back() == opt.eos_id) cont.pop_back();
-      out.kept_tokens += cont.size();
-      out.timings[first + i] = request_timing(start, b.token_times[i]);
-    }
+    for (size_t i = 0; i < B; ++i)
+      out.record(first + i, b.seqs[i].begin() + b.prompt_len[i], b.seqs[i].end(), opt.eos_id, start, b.token_times[i]);
   }
   out.seconds = std::chrono::duration<double>(Clock::now() - start_all).count();
   return out;

@@ -52,6 +52,10 @@ struct RequestTiming {
   std::vector<double> itl_ms;
 };
 
+// How many of a prompt's last tokens a decode keeps: the context must hold
+// the continuation too (at least one prompt token is kept).
+size_t kept_prompt_tokens(size_t prompt_size, int64_t context, const DecodeOptions& opt);
+
 // A request's timing from its start and the arrival time of each token.
 RequestTiming request_timing(std::chrono::steady_clock::time_point start,
                              const std::vector<std::chrono::steady_clock::time_point>& token_times);
@@ -62,6 +66,19 @@ struct DecodeOutput {
   double seconds = 0;                               // wall time of the whole decode
   int64_t kept_tokens = 0;                          // tokens in continuations
   int64_t kv_bytes_per_token = 0;
+
+  // Records request `item`: its generated tokens (a final eos is dropped),
+  // their count in kept_tokens, and its timing.
+  template <class It>
+  void record(size_t item, It generated_begin, It generated_end, int32_t eos_id,
+              std::chrono::steady_clock::time_point start,
+              const std::vector<std::chrono::steady_clock::time_point>& token_times) {
+    auto& cont = continuations[item];
+    cont.assign(generated_begin, generated_end);
+    if (!cont.empty() && cont.back() == eos_id) cont.pop_back();
+    kept_tokens += cont.size();
+    timings[item] = request_timing(start, token_times);
+  }
 };
 
 // Decodes every prompt (in batches of opt.batch), sampling with `gen`.

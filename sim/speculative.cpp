@@ -50,7 +50,7 @@ DecodeOutput speculative_decode(Transformer& model, Transformer& draft, const st
   model->eval();
   draft->eval();
   const auto dev = model->wte->weight.device();
-  const int64_t C = model->cfg.context, max_prompt = C - opt.max_new_tokens;
+  const int64_t C = model->cfg.context;
   DecodeOutput out;
   out.continuations.resize(prompts.size());
   out.timings.resize(prompts.size());
@@ -64,7 +64,7 @@ DecodeOutput speculative_decode(Transformer& model, Transformer& draft, const st
     std::vector<std::vector<Clock::time_point>> times(B);
     for (int64_t i = 0; i < B; ++i) {
       const auto& p = prompts[first + i];
-      size_t keep = std::min<size_t>(p.size(), std::max<int64_t>(1, max_prompt));
+      const size_t keep = kept_prompt_tokens(p.size(), C, opt);
       seqs[i].assign(p.end() - keep, p.end());
       prompt_len[i] = keep;
     }
@@ -170,13 +170,8 @@ DecodeOutput speculative_decode(Transformer& model, Transformer& draft, const st
       }
     }
 
-    for (int64_t i = 0; i < B; ++i) {
-      auto& cont = out.continuations[first + i];
-      cont.assign(seqs[i].begin() + prompt_len[i], seqs[i].end());
-      if (!cont.empty() && cont.back() == opt.eos_id) cont.pop_back();
-      out.kept_tokens += cont.size();
-      out.timings[first + i] = request_timing(start, times[i]);
-    }
+    for (int64_t i = 0; i < B; ++i)
+      out.record(first + i, seqs[i].begin() + prompt_len[i], seqs[i].end(), opt.eos_id, start, times[i]);
   }
   out.seconds = std::chrono::duration<double>(Clock::now() - start_all).count();
   return out;
