@@ -14,6 +14,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "sim/config.h"
 #include "sim/h5.h"
 #include "sim/least_squares.h"
 #include "sim/stats.h"
@@ -181,10 +182,23 @@ std::vector<Condition> parse_selector(const std::string& text) {
   return out;
 }
 
+bool as_bool(const std::string& text, bool* out) {
+  try {
+    *out = parse_bool(text);
+    return true;
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+}
+
+// Numbers compare as numbers (0.8 matches 0.80) and booleans by meaning (a
+// selector's "on" matches the stored "true").
 bool same_value(const std::string& have, const std::string& want) {
   if (have == want) return true;
   double a, b;
-  return to_number(have, &a) && to_number(want, &b) && a == b;
+  if (to_number(have, &a) && to_number(want, &b)) return a == b;
+  bool p, q;
+  return as_bool(have, &p) && as_bool(want, &q) && p == q;
 }
 
 bool matches(const ClaimRun& run, const std::vector<Condition>& sel) {

@@ -34,12 +34,6 @@ double parse_float(const std::string& s) {
   return v;
 }
 
-bool parse_bool(const std::string& s) {
-  if (s == "true" || s == "on" || s == "yes" || s == "1") return true;
-  if (s == "false" || s == "off" || s == "no" || s == "0") return false;
-  throw std::invalid_argument("expected true or false, got '" + s + "'");
-}
-
 std::string format_float(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.10g", v);
@@ -369,6 +363,12 @@ bool relevant(const std::string& key, const std::string& variant, bool training_
 }
 
 }  // namespace
+
+bool parse_bool(const std::string& s) {
+  if (s == "true" || s == "on" || s == "yes" || s == "1") return true;
+  if (s == "false" || s == "off" || s == "no" || s == "0") return false;
+  throw std::invalid_argument("expected true or false, got '" + s + "'");
+}
 
 bool relevant_key(const std::string& key, const std::string& variant) { return relevant(key, variant, false); }
 

@@ -164,6 +164,10 @@ void validate(const RunConfig& cfg, const std::map<std::string, Origin>& origins
 // The resolved config as INI text, every key, in registry order.
 std::string to_ini(const RunConfig& cfg);
 
+// A boolean as config files spell it: true/on/yes/1 or false/off/no/0; throws
+// std::invalid_argument naming the text otherwise.
+bool parse_bool(const std::string& s);
+
 // Identity: a hash of the keys that are not output settings (run_id), and of
 // only the keys that shape the trained model (train_id).
 std::string run_id(const RunConfig& cfg);
