@@ -4,6 +4,7 @@
 // through a results file.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -238,6 +239,19 @@ TEST(Claims, SelectorBooleansMatchByMeaning) {
 TEST(Claims, ClaimsStudyCoversEveryClaimUnambiguously) {
   auto study = zl::load_study(std::string(ZL_SOURCE_DIR) + "/ablations/claims.ini", {});
   auto configs = study.expand();
+  const auto specs = zl::load_registry(registry_path());
+  std::set<std::string> metric_names;
+  for (const auto& spec : specs)
+    for (size_t p = 0; p < spec.metric.size();) {
+      if (!std::isalpha(static_cast<unsigned char>(spec.metric[p])) && spec.metric[p] != '_') {
+        ++p;
+        continue;
+      }
+      size_t q = p;
+      while (q < spec.metric.size() && (std::isalnum(static_cast<unsigned char>(spec.metric[q])) || spec.metric[q] == '_')) ++q;
+      metric_names.insert(spec.metric.substr(p, q - p));
+      p = q;
+    }
   ClaimsInput in;
   std::map<std::string, zl::Table> events;
   for (size_t i = 0; i < configs.size(); ++i) {
@@ -246,13 +260,10 @@ TEST(Claims, ClaimsStudyCoversEveryClaimUnambiguously) {
     r.seed = configs[i].seed;
     r.status = "complete";
     r.config = zl::parse_config_ini(zl::to_ini(configs[i]));
-    // Every metric a registry expression names, varying with the arm and
+    // Every name a registry metric expression uses, varying with the arm and
     // seed so that relative and argmin comparisons are defined.
-    for (const char* m : {"decode_tok_s", "violation_rate", "repetition_rate", "flops_correction", "flops_per_token",
-                          "trigger_rate", "oet_lookup_ns", "kv_bytes_per_token", "resample_equiv_rate",
-                          "resample_fix_rate", "tpot_ms_p50", "ttft_ms_p50", "peak_rss_bytes",
-                          "value_distill_orthogonality", "logits_gate_effectiveness", "semantic_drift_score"})
-      r.metrics[m] = 1.0 + 0.01 * static_cast<double>(i) + 0.001 * static_cast<double>(r.seed);
+    for (const auto& name : metric_names)
+      r.metrics[name] = 1.0 + 0.01 * static_cast<double>(i) + 0.001 * static_cast<double>(r.seed);
     zl::Table t;
     t.add("context_len", std::vector<int64_t>{1, 2, 3, 4});
     t.add("resampled", std::vector<int64_t>{1, 1, 0, 0});
@@ -260,7 +271,7 @@ TEST(Claims, ClaimsStudyCoversEveryClaimUnambiguously) {
     in.runs.push_back(r);
   }
   in.table = [&](const std::string& id, const std::string&) -> const zl::Table* { return &events.at(id); };
-  auto results = zl::evaluate_claims(zl::load_registry(registry_path()), in);
+  auto results = zl::evaluate_claims(specs, in);
   ASSERT_FALSE(results.empty());
   for (const auto& r : results) {
     EXPECT_EQ(r.note.rfind("missing", 0), std::string::npos) << r.spec->id << ": " << r.note;

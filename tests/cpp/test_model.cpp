@@ -129,6 +129,25 @@ TEST(Sampling, DrawsFollowTheDistributionAndSeed) {
   EXPECT_EQ(sample_next(torch::tensor({{0.1f, 3.0f, 0.2f}}), {0.0, 0, 1.0}, gen)[0].item<int64_t>(), 1);
 }
 
+TEST(Sampling, CpuFastPathDrawsWhatTheTensorFormDraws) {
+  // sample_next's plain-loop CPU path against draw(sampling_probs(...)) with
+  // the same generator state: the same token in every row, for every filter.
+  torch::manual_seed(3);
+  auto logits = torch::randn({256, 97}) * 3;
+  for (SamplingOptions opt : {SamplingOptions{1.0, 0, 1.0}, SamplingOptions{0.8, 0, 1.0}, SamplingOptions{0.7, 5, 1.0},
+                              SamplingOptions{1.1, 0, 0.9}, SamplingOptions{0.6, 20, 0.7}}) {
+    auto g1 = make_generator(11), g2 = make_generator(11);
+    auto fast = sample_next(logits, opt, g1);
+    auto ref = draw(sampling_probs(logits, opt), g2);
+    EXPECT_TRUE(torch::equal(fast, ref)) << "temperature " << opt.temperature << " top_k " << opt.top_k << " top_p "
+                                         << opt.top_p;
+    // Both consumed the generator alike: the next draws agree too.
+    EXPECT_TRUE(torch::equal(torch::rand({4}, g1), torch::rand({4}, g2)));
+  }
+  auto g = make_generator(1);
+  EXPECT_TRUE(torch::equal(sample_next(logits, {0.0, 0, 1.0}, g), logits.argmax(-1)));
+}
+
 TEST(BatchSampler, DataOrderIsAFunctionOfSeedAndStep) {
   auto tokens = torch::arange(1000, torch::kInt);
   BatchSampler a(tokens, 4, 16, 11), b(tokens, 4, 16, 11), c(tokens, 4, 16, 12);
