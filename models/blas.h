@@ -15,11 +15,29 @@ namespace zl {
 
 // C[M×N] = A[M×K]·Wt[K×N] (Wt = Wᵀ, prepared once).
 void rows_times_wt(int64_t M, int64_t N, int64_t K, const float* A, const float* Wt, float* C);
+// Only columns [begin, end) of that C (threads split a product by columns).
+void rows_times_wt_columns(int64_t M, int64_t N, int64_t K, const float* A, const float* Wt, float* C, int64_t begin,
+                           int64_t end);
 
 // Σ a[i]·b[i] over n, vectorised the same way.
 float dot(const float* a, const float* b, int64_t n);
 
 // y[n] += s · x[n].
 void axpy(float s, const float* x, float* y, int64_t n);
+
+// Attention over one head's cache rows K, V [n×D]: s[j] = scale · q·K[j],
+// and out[D] = Σ_j p[j]·V[j].
+void scaled_scores(const float* q, const float* K, int64_t n, int64_t D, float scale, float* s);
+void weighted_rows(const float* p, const float* V, int64_t n, int64_t D, float* out);
+
+// x[n] <- softmax(x[n]), and x[n] <- GELU(x[n]) (exact, erf form), with a
+// vectorised exp good to about 2e-7 relative: the step's own kernels, since
+// an ATen call inside the step would wake LibTorch's threads (spin_team.h).
+void softmax_inplace(float* x, int64_t n);
+void gelu_inplace(float* x, int64_t n);
+
+// dst[cols×rows] = src[rows×cols]ᵀ, by tiles (a decode step prepares its
+// transposed weights with it: 3x faster than Tensor::t().contiguous() here).
+void transpose(const float* src, int64_t rows, int64_t cols, float* dst);
 
 }  // namespace zl

@@ -43,76 +43,84 @@ torch::Tensor draw(const torch::Tensor& probs, at::Generator& gen) {
 
 namespace {
 
-// One row of sample_next on the CPU: the arithmetic of sampling_probs + draw
-// (same float rounding points, cumulative sums accumulated in double as
-// ATen's CPU cumsum does) in plain loops over a reused buffer. A decode step
-// at batch 8 takes well under a millisecond, and the eight dispatched
-// operators of the tensor form, each allocating a [B,V] result, were a
-// measurable share of it.
-int64_t sample_row(const float* logits, int64_t V, const SamplingOptions& opt, float u, std::vector<float>& p,
-                   std::vector<int32_t>& order) {
-  if (opt.temperature <= 0) return std::max_element(logits, logits + V) - logits;  // first maximum, as argmax
+// sample_next on the CPU for float logits: the arithmetic of sampling_probs +
+// draw (the same rounding points; cumulative sums accumulated in double, as
+// ATen's CPU cumsum does) in loops over the rows, with ATen only for the
+// softmax (its vectorised kernel: the same probabilities as the tensor form).
+// A decode step at batch 8 takes about a quarter of a millisecond, and the
+// eight dispatched operators of the tensor form, each allocating a [B,V]
+// result, were a measurable share of it.
+torch::Tensor sample_cpu(const torch::Tensor& logits, const SamplingOptions& opt, at::Generator& gen) {
+  auto x = logits.contiguous();
+  const int64_t B = x.size(0), V = x.size(1);
+  auto out = torch::empty({B}, torch::kLong);
+  int64_t* next = out.data_ptr<int64_t>();
+  const float* in = x.data_ptr<float>();
+  if (opt.temperature <= 0) {  // greedy: the first maximum, as argmax
+    for (int64_t b = 0; b < B; ++b) next[b] = std::max_element(in + b * V, in + (b + 1) * V) - (in + b * V);
+    return out;
+  }
+  auto u_t = torch::rand({B, 1}, gen, torch::TensorOptions().dtype(torch::kFloat));  // as draw()
+  auto scaled_t = torch::empty({B, V}, torch::kFloat);
+  float* scaled = scaled_t.data_ptr<float>();
   const float t = static_cast<float>(std::max(opt.temperature, 1e-6));
-  p.resize(V);
-  for (int64_t j = 0; j < V; ++j) p[j] = logits[j] / t;
-  const float neg_inf = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < B * V; ++i) scaled[i] = in[i] / t;
   if (opt.top_k > 0 && opt.top_k < V) {
-    std::vector<float> copy(p.begin(), p.end());
-    std::nth_element(copy.begin(), copy.begin() + (opt.top_k - 1), copy.end(), std::greater<float>());
-    const float kth = copy[opt.top_k - 1];
-    for (auto& x : p)
-      if (x < kth) x = neg_inf;
-  }
-  const float m = *std::max_element(p.begin(), p.end());
-  float sum = 0;
-  for (auto& x : p) sum += (x = std::exp(x - m));
-  const float inv = 1.0f / sum;
-  for (auto& x : p) x *= inv;
-  if (opt.top_p < 1.0) {
-    order.resize(V);
-    std::iota(order.begin(), order.end(), 0);
-    std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return p[a] > p[b]; });
-    const float top_p = static_cast<float>(opt.top_p);
-    double cum = 0;
-    float kept = 0;
-    for (int32_t j : order) {
-      const float before = static_cast<float>(cum + p[j]) - p[j];  // mass strictly before, as cumsum - sp
-      cum += p[j];
-      if (before >= top_p)
-        p[j] = 0;
-      else
-        kept += p[j];
+    std::vector<float> row(V);
+    for (int64_t b = 0; b < B; ++b) {
+      float* r = scaled + b * V;
+      row.assign(r, r + V);
+      std::nth_element(row.begin(), row.begin() + (opt.top_k - 1), row.end(), std::greater<float>());
+      const float kth = row[opt.top_k - 1];
+      for (int64_t j = 0; j < V; ++j)
+        if (r[j] < kth) r[j] = -std::numeric_limits<float>::infinity();
     }
-    for (auto& x : p) x /= kept;
   }
-  // Inverse CDF: the number of cumulative masses <= u, clamped to the last index.
-  double cum = 0;
-  int64_t below = 0;
-  for (int64_t j = 0; j < V; ++j) {
-    cum += p[j];
-    below += static_cast<float>(cum) <= u;
+  auto probs_t = torch::softmax(scaled_t, -1);
+  float* probs = probs_t.data_ptr<float>();
+  std::vector<int32_t> order;
+  for (int64_t b = 0; b < B; ++b) {
+    float* p = probs + b * V;
+    if (opt.top_p < 1.0) {
+      // Drop what lies wholly past top_p of the sorted mass (the crossing
+      // token stays), then renormalise.
+      order.resize(V);
+      std::iota(order.begin(), order.end(), 0);
+      std::sort(order.begin(), order.end(), [&](int32_t a, int32_t c) { return p[a] > p[c]; });
+      const float top_p = static_cast<float>(opt.top_p);
+      double cum = 0;
+      float kept = 0;
+      for (int32_t j : order) {
+        const float before = static_cast<float>(cum + p[j]) - p[j];  // as cumsum - sp
+        cum += p[j];
+        if (before >= top_p)
+          p[j] = 0;
+        else
+          kept += p[j];
+      }
+      for (int64_t j = 0; j < V; ++j) p[j] /= kept;
+    }
+    // Inverse CDF: the count of cumulative masses <= u, clamped to the last
+    // index. The masses only grow, so the count is the first one above u.
+    const float u = u_t.data_ptr<float>()[b];
+    double cum = 0;
+    int64_t j = 0;
+    for (; j < V; ++j) {
+      cum += p[j];
+      if (static_cast<float>(cum) > u) break;
+    }
+    next[b] = std::min(j, V - 1);
   }
-  return std::min(below, V - 1);
+  return out;
 }
 
 }  // namespace
 
 torch::Tensor sample_next(const torch::Tensor& logits, const SamplingOptions& opt, at::Generator& gen) {
-  if (!logits.device().is_cpu() || logits.scalar_type() != torch::kFloat || logits.dim() != 2) {
-    if (opt.temperature <= 0) return logits.argmax(-1);
-    return draw(sampling_probs(logits, opt), gen);
-  }
-  auto x = logits.contiguous();
-  const int64_t B = x.size(0), V = x.size(1);
-  auto out = torch::empty({B}, torch::kLong);
-  torch::Tensor u;
-  if (opt.temperature > 0) u = torch::rand({B, 1}, gen, torch::TensorOptions().dtype(torch::kFloat));  // as draw()
-  std::vector<float> p;
-  std::vector<int32_t> order;
-  for (int64_t b = 0; b < B; ++b)
-    out.data_ptr<int64_t>()[b] =
-        sample_row(x.data_ptr<float>() + b * V, V, opt, opt.temperature > 0 ? u.data_ptr<float>()[b] : 0.0f, p, order);
-  return out;
+  if (logits.device().is_cpu() && logits.scalar_type() == torch::kFloat && logits.dim() == 2)
+    return sample_cpu(logits, opt, gen);
+  if (opt.temperature <= 0) return logits.argmax(-1);
+  return draw(sampling_probs(logits, opt), gen);
 }
 
 at::Generator make_generator(uint64_t seed) { return at::detail::createCPUGenerator(seed); }

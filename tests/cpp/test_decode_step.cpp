@@ -33,6 +33,21 @@ TEST(DecodeStep, KernelsMatchTorch) {
   auto z = y.clone();
   axpy(0.5f, x.data_ptr<float>(), z.data_ptr<float>(), 37);
   EXPECT_TRUE(torch::allclose(z, y + 0.5 * x, 1e-6, 1e-6));
+  // Attention over one head (D = 40: a vector of 16 and a tail), softmax and
+  // GELU with their own exp, on 37 values (two vectors and a tail).
+  auto q = torch::randn({40}), K = torch::randn({37, 40}), V = torch::randn({37, 40});
+  auto s = torch::empty({37}), out = torch::empty({40});
+  scaled_scores(q.data_ptr<float>(), K.data_ptr<float>(), 37, 40, 0.25f, s.data_ptr<float>());
+  EXPECT_TRUE(torch::allclose(s, K.mv(q) * 0.25, 1e-4, 1e-4));
+  auto sm = (x * 30).contiguous();  // logits from -90 to 90: the exp's clamped range
+  softmax_inplace(sm.data_ptr<float>(), 37);
+  EXPECT_TRUE(torch::allclose(sm, torch::softmax(x * 30, 0), 1e-6, 1e-5));
+  auto p = torch::softmax(torch::randn({37}), 0);
+  weighted_rows(p.data_ptr<float>(), V.data_ptr<float>(), 37, 40, out.data_ptr<float>());
+  EXPECT_TRUE(torch::allclose(out, V.t().mv(p), 1e-5, 1e-5));
+  auto g = torch::linspace(-12, 12, 37).contiguous();
+  gelu_inplace(g.data_ptr<float>(), 37);
+  EXPECT_TRUE(torch::allclose(g, torch::gelu(torch::linspace(-12, 12, 37)), 1e-6, 1e-6));
 }
 
 TEST(DecodeStep, SameLogitsAndCacheAsTheReferencePath) {
@@ -44,8 +59,13 @@ TEST(DecodeStep, SameLogitsAndCacheAsTheReferencePath) {
   DecodeStep fast(model);
   auto ref = model->make_cache(3), mine = model->make_cache(3);
   auto prompt = torch::randint(61, {3, 6}, torch::kLong);
-  model->forward(prompt, ref);
-  model->forward(prompt, mine);
+  auto want_last = model->forward(prompt, ref).select(1, 5);  // [3,V]
+  std::vector<std::vector<int32_t>> prompts(3);
+  for (int64_t b = 0; b < 3; ++b)
+    for (int64_t t = 0; t < 6; ++t) prompts[b].push_back(static_cast<int32_t>(prompt[b][t].item<int64_t>()));
+  auto got_last = fast.prefill(prompts, mine);  // all 18 rows at once, the head for the last ones
+  ASSERT_TRUE(torch::allclose(got_last, want_last, 1e-4, 1e-4)) << (got_last - want_last).abs().max().item<float>();
+  ASSERT_TRUE(torch::equal(ref.lengths, mine.lengths));
   ref.truncate(1, 2);  // sequences of different lengths, one rolled back
   mine.truncate(1, 2);
   for (int step = 0; step < 10; ++step) {

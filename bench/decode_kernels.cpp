@@ -1,0 +1,87 @@
+// Google Benchmark of the hand-written decode step (models/decode_step.h) and
+// its parts, at the shape of python/bench_decode.py (4 layers, 128 wide,
+// vocabulary 1024, batch 8): where a decode step's time goes, per part.
+//  - BM_RowsTimesWt/N/K: one product C[8×N] = A[8×K]·Wᵀ (GFLOP/s counter);
+//  - BM_DecodeStep/threads: one step at a context of 80 tokens (tok/s counter);
+//  - BM_Prefill/threads: 8 prompts of 32 tokens into an empty cache;
+//  - BM_SampleNext: one draw per row of [8,1024] logits at temperature 0.8.
+#include <benchmark/benchmark.h>
+#include <torch/torch.h>
+
+#include "models/blas.h"
+#include "models/decode_step.h"
+#include "models/sampling.h"
+#include "models/transformer.h"
+
+namespace {
+
+constexpr int64_t kBatch = 8;
+
+void BM_RowsTimesWt(benchmark::State& state) {
+  const int64_t N = state.range(0), K = state.range(1);
+  auto a = torch::randn({kBatch, K}), wt = torch::randn({K, N}), c = torch::empty({kBatch, N});
+  for (auto _ : state) {
+    zl::rows_times_wt(kBatch, N, K, a.data_ptr<float>(), wt.data_ptr<float>(), c.data_ptr<float>());
+    benchmark::DoNotOptimize(c.data_ptr<float>());
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * kBatch * N * K * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+}
+// qkv, attention projection, MLP in, MLP out, logits.
+BENCHMARK(BM_RowsTimesWt)->Args({384, 128})->Args({128, 128})->Args({512, 128})->Args({128, 512})->Args({1024, 128});
+
+void BM_DecodeStep(benchmark::State& state) {
+  torch::NoGradGuard no_grad;
+  at::set_num_threads(static_cast<int>(state.range(0)));
+  torch::manual_seed(0);
+  zl::ModelConfig cfg;
+  cfg.vocab = 1024;
+  zl::Transformer model(cfg);
+  model->eval();
+  zl::DecodeStep step(model);
+  auto cache = model->make_cache(kBatch);
+  model->forward(torch::randint(cfg.vocab, {kBatch, 80}, torch::kLong), cache);
+  cache.lengths.fill_(80);
+  std::vector<int64_t> tokens(kBatch, 7);
+  for (auto _ : state) {
+    auto logits = step.forward(tokens, cache);
+    benchmark::DoNotOptimize(logits.data_ptr<float>());
+    cache.lengths -= 1;  // the same context every iteration
+  }
+  state.counters["tok/s"] = benchmark::Counter(static_cast<double>(kBatch * state.iterations()),
+                                               benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_DecodeStep)->Arg(1)->Arg(2)->UseRealTime();
+
+void BM_Prefill(benchmark::State& state) {
+  torch::NoGradGuard no_grad;
+  at::set_num_threads(static_cast<int>(state.range(0)));
+  torch::manual_seed(0);
+  zl::ModelConfig cfg;
+  cfg.vocab = 1024;
+  zl::Transformer model(cfg);
+  model->eval();
+  std::vector<std::vector<int32_t>> prompts(kBatch, std::vector<int32_t>(32, 7));
+  zl::DecodeStep step(model);
+  auto cache = model->make_cache(kBatch);
+  for (auto _ : state) {
+    auto logits = step.prefill(prompts, cache);
+    benchmark::DoNotOptimize(logits.data_ptr<float>());
+  }
+  state.counters["tok/s"] = benchmark::Counter(static_cast<double>(kBatch * 32 * state.iterations()),
+                                               benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_Prefill)->Arg(1)->Arg(2)->UseRealTime();
+
+void BM_SampleNext(benchmark::State& state) {
+  auto logits = torch::randn({kBatch, 1024}) * 3;
+  auto gen = zl::make_generator(1);
+  for (auto _ : state) {
+    auto next = zl::sample_next(logits, {0.8, 0, 1.0}, gen);
+    benchmark::DoNotOptimize(next.data_ptr<int64_t>());
+  }
+}
+BENCHMARK(BM_SampleNext);
+
+}  // namespace
+

@@ -1,0 +1,77 @@
+#include "models/spin_team.h"
+
+#include <chrono>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define ZL_PAUSE() _mm_pause()
+#else
+#define ZL_PAUSE() std::this_thread::yield()
+#endif
+
+namespace zl {
+
+namespace {
+// How long a worker spins for the next part before it sleeps: several decode
+// steps' worth of gaps (sampling, the hook), a negligible share of a second.
+constexpr auto kSpin = std::chrono::microseconds(200);
+}  // namespace
+
+SpinTeam::SpinTeam(int threads) {
+  for (int id = 1; id < threads; ++id) workers_.emplace_back([this, id] { work(id); });
+}
+
+SpinTeam::~SpinTeam() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_.store(true);
+  }
+  wake_.notify_all();
+  for (auto& w : workers_) w.join();
+}
+
+void SpinTeam::run(int parts, const std::function<void(int)>& part) {
+  if (workers_.empty() || parts <= 1) {
+    for (int i = 0; i < parts; ++i) part(i);
+    return;
+  }
+  task_ = &part;
+  parts_ = parts;
+  pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+  {
+    // Publishing under the mutex orders it before any sleeper's re-check.
+    std::lock_guard<std::mutex> lock(mutex_);
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  if (sleepers_.load(std::memory_order_acquire) > 0) wake_.notify_all();
+  const int team = size();
+  for (int i = 0; i < parts; i += team) part(i);  // the caller's share: parts 0, team, 2·team, ...
+  while (pending_.load(std::memory_order_acquire) > 0) ZL_PAUSE();
+  task_ = nullptr;
+}
+
+void SpinTeam::work(int id) {
+  uint64_t seen = 0;
+  for (;;) {
+    // Spin for the next run, then sleep until one comes.
+    const auto until = std::chrono::steady_clock::now() + kSpin;
+    int spins = 0;
+    while (generation_.load(std::memory_order_acquire) == seen && !stop_.load(std::memory_order_relaxed)) {
+      ZL_PAUSE();
+      if (++spins % 256 == 0 && std::chrono::steady_clock::now() > until) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        sleepers_.fetch_add(1, std::memory_order_acq_rel);
+        wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen || stop_.load(); });
+        sleepers_.fetch_sub(1, std::memory_order_acq_rel);
+        break;
+      }
+    }
+    if (stop_.load()) return;
+    seen = generation_.load(std::memory_order_acquire);
+    const int team = size();
+    for (int i = id; i < parts_; i += team) (*task_)(i);
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+}  // namespace zl
