@@ -23,7 +23,8 @@ def write_results(path, rows):
         for i, (rid, variant, seed, tok_s, violation) in enumerate(rows):
             index[i] = (rid, "t", variant, seed, "complete", "", "", "", tok_s, 1024.0, violation)
             g = f.create_group(f"runs/{rid}")
-            g.attrs["config"] = f"variant = {variant}\nseed = {seed}\n\n[decode]\ntop_p = 1\n"
+            g.attrs["config"] = (f"variant = {variant}\nseed = {seed}\n\n[decode]\ntop_p = 1\ntemperature = 0.8\n"
+                                 "\n[sfcl]\nat_inference = true\n")
         f.create_dataset("index", data=index)
 
 
