@@ -1,6 +1,8 @@
 #include "models/verifier.h"
 
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "models/blas.h"
 
@@ -43,47 +45,70 @@ torch::Tensor VerifierImpl::forward(const torch::Tensor& tokens) {
 
 namespace {
 
-// out[N·W, E] = conv1d(x[N, W, E] as channels E, kernel 3, padding 1) by
-// im2col: column (i·3 + k) of row (n, w) holds x[n][w + k − 1][i], the order
-// of a Conv1d weight [E_out, E_in, 3] flattened to [E_out, 3·E_in].
-void conv3(const float* x, int64_t N, int64_t W, int64_t E, const float* weight, const float* bias, float* cols,
-           float* out) {
+// out[N·W, E] = conv1d(x[N, W, E] as channels E, kernel 3, padding 1) as three
+// products: Y_k = x · W_kᵀ for the kernel's taps k (W_k = weight[:, :, k],
+// given transposed in wt[k]), then out[n, w] = bias + Y_0[w−1] + Y_1[w] +
+// Y_2[w+1] inside each window (the padding's zeros add nothing).
+void conv3(const float* x, int64_t N, int64_t W, int64_t E, const float* wt, const float* bias, float* y, float* out) {
+  const int64_t M = N * W;
+  for (int64_t k = 0; k < 3; ++k) rows_times_wt(M, E, E, x, wt + k * E * E, y + k * M * E);
+  const float *y0 = y, *y1 = y + M * E, *y2 = y + 2 * M * E;
   for (int64_t n = 0; n < N; ++n)
     for (int64_t w = 0; w < W; ++w) {
-      float* row = cols + (n * W + w) * 3 * E;
-      for (int64_t i = 0; i < E; ++i)
-        for (int64_t k = 0; k < 3; ++k) {
-          const int64_t at = w + k - 1;
-          row[i * 3 + k] = (at < 0 || at >= W) ? 0.0f : x[(n * W + at) * E + i];
-        }
+      const int64_t r = n * W + w;
+      float* o = out + r * E;
+      for (int64_t c = 0; c < E; ++c) o[c] = bias[c] + y1[r * E + c];
+      if (w > 0)
+        for (int64_t c = 0; c < E; ++c) o[c] += y0[(r - 1) * E + c];
+      if (w + 1 < W)
+        for (int64_t c = 0; c < E; ++c) o[c] += y2[(r + 1) * E + c];
     }
-  // One dot product per (row, output channel) against the weight's own rows:
-  // no transposed copy of the weight per call.
-  for (int64_t r = 0; r < N * W; ++r)
-    for (int64_t o = 0; o < E; ++o) out[r * E + o] = dot(cols + r * 3 * E, weight + o * 3 * E, 3 * E) + bias[o];
+}
+
+// wt[k][i][o] = weight[o][i][k]: a Conv1d weight [E_out, E_in, 3] as three
+// transposed taps for rows_times_wt.
+void taps_transposed(const torch::Tensor& weight, std::vector<float>& wt) {
+  const int64_t E = weight.size(0), I = weight.size(1);
+  auto w = weight.contiguous();
+  const float* src = w.data_ptr<float>();
+  wt.resize(3 * I * E);
+  for (int64_t o = 0; o < E; ++o)
+    for (int64_t i = 0; i < I; ++i)
+      for (int64_t k = 0; k < 3; ++k) wt[(k * I + i) * E + o] = src[(o * I + i) * 3 + k];
 }
 
 }  // namespace
+
+void VerifierImpl::refresh_taps() {
+  // Rebuilt only when a weight changed: an optimiser step or a load bumps the
+  // tensor's version counter.
+  const torch::Tensor* weights[2] = {&conv1->weight, &conv2->weight};
+  for (int c = 0; c < 2; ++c) {
+    const std::pair<const void*, int64_t> key{weights[c]->data_ptr(), weights[c]->_version()};
+    if (taps_[c].empty() || taps_key_[c] != key) {
+      taps_transposed(*weights[c], taps_[c]);
+      taps_key_[c] = key;
+    }
+  }
+}
 
 torch::Tensor VerifierImpl::score(const torch::Tensor& tokens) {
   torch::NoGradGuard no_grad;
   const auto& emb = embed->weight;
   if (is_training() || !emb.device().is_cpu() || emb.scalar_type() != torch::kFloat) return confidence(tokens);
-  const int64_t N = tokens.size(0), W = tokens.size(1), E = cfg.width;
+  refresh_taps();
+  const int64_t N = tokens.size(0), W = tokens.size(1), E = cfg.width, M = N * W;
   auto tok = tokens.to(torch::kLong).contiguous();
   const int64_t* t = tok.data_ptr<int64_t>();
-  auto opts = torch::TensorOptions().dtype(torch::kFloat);
-  auto x_t = torch::empty({N * W, E}, opts), cols_t = torch::empty({N * W, 3 * E}, opts),
-       h_t = torch::empty({N * W, E}, opts), g_t = torch::empty({N * W, E}, opts);
-  float *x = x_t.data_ptr<float>(), *cols = cols_t.data_ptr<float>(), *h = h_t.data_ptr<float>(),
-        *g = g_t.data_ptr<float>();
+  scratch_.resize(6 * M * E);  // x | conv scratch (3 taps) | h | g, reused between checks
+  float *x = scratch_.data(), *y = x + M * E, *h = y + 3 * M * E, *g = h + M * E;
   const float* e = emb.data_ptr<float>();
-  for (int64_t r = 0; r < N * W; ++r) std::copy(e + t[r] * E, e + t[r] * E + E, x + r * E);
-  conv3(x, N, W, E, conv1->weight.data_ptr<float>(), conv1->bias.data_ptr<float>(), cols, h);
-  at::gelu_(h_t);
-  conv3(h, N, W, E, conv2->weight.data_ptr<float>(), conv2->bias.data_ptr<float>(), cols, g);
-  at::gelu_(g_t);
-  auto result = torch::empty({N}, opts);
+  for (int64_t r = 0; r < M; ++r) std::copy(e + t[r] * E, e + t[r] * E + E, x + r * E);
+  conv3(x, N, W, E, taps_[0].data(), conv1->bias.data_ptr<float>(), y, h);
+  gelu_inplace(h, M * E);
+  conv3(h, N, W, E, taps_[1].data(), conv2->bias.data_ptr<float>(), y, g);
+  gelu_inplace(g, M * E);
+  auto result = torch::empty({N}, torch::TensorOptions().dtype(torch::kFloat));
   float* res = result.data_ptr<float>();
   const float *ow = out->weight.data_ptr<float>(), ob = out->bias.data_ptr<float>()[0];
   for (int64_t n = 0; n < N; ++n) {

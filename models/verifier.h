@@ -11,6 +11,8 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 namespace zl {
 
@@ -33,7 +35,8 @@ struct VerifierImpl : torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& tokens);
   torch::Tensor confidence(const torch::Tensor& tokens) { return torch::sigmoid(forward(tokens)); }
   // The same confidences for decoding (no gradient): on the CPU in eval mode
-  // a hand-written pass (two BLAS products and loops), whose cost stays in
+  // a hand-written pass (each convolution as three products by its taps, the
+  // decode step's GELU, no ATen call on the way), whose cost stays in
   // proportion to its FLOPs at batch 8; elsewhere confidence().
   torch::Tensor score(const torch::Tensor& tokens);
 
@@ -41,6 +44,12 @@ struct VerifierImpl : torch::nn::Module {
   torch::nn::Embedding embed{nullptr};
   torch::nn::Conv1d conv1{nullptr}, conv2{nullptr};
   torch::nn::Linear out{nullptr};
+
+ private:
+  void refresh_taps();
+  std::vector<float> taps_[2];                        // conv1, conv2 as transposed taps [3][E][E]
+  std::pair<const void*, int64_t> taps_key_[2] = {};  // the weights (storage, version) they came from
+  std::vector<float> scratch_;
 };
 TORCH_MODULE(Verifier);
 

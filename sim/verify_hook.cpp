@@ -39,9 +39,9 @@ DecodeHook::Verdict VerifyHook::review(const std::vector<std::vector<int32_t>>& 
   {
     torch::NoGradGuard no_grad;
     auto tokens = torch::from_blob(window.data(), {static_cast<int64_t>(rows.size()), W}, torch::kLong);
-    scores = scorer_(tokens).to(torch::kDouble).contiguous();  // [n]
+    scores = scorer_(tokens).to(torch::kCPU, torch::kFloat).contiguous();  // [n]: a no-op for a CPU float result
   }
-  const double* score = scores.data_ptr<double>();
+  const float* score = scores.data_ptr<float>();
   checks += rows.size();
 
   for (size_t r = 0; r < rows.size(); ++r) {

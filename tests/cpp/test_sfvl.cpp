@@ -43,6 +43,14 @@ TEST(Verifier, FastScoreEqualsTheModule) {
   auto w = torch::randint(100, {9, 5}, torch::kLong);
   torch::NoGradGuard no_grad;
   EXPECT_TRUE(torch::allclose(v->score(w), v->confidence(w), 1e-5, 1e-5));
+  // Wider (vector-width channels), and after the weights change in place
+  // (as an optimiser step does): the prepared taps follow.
+  Verifier wide(VerifierConfig{100, 5, 40});
+  wide->eval();
+  EXPECT_TRUE(torch::allclose(wide->score(w), wide->confidence(w), 1e-5, 1e-5));
+  wide->conv1->weight.mul_(-1.5);
+  wide->conv2->weight.add_(0.05);
+  EXPECT_TRUE(torch::allclose(wide->score(w), wide->confidence(w), 1e-5, 1e-5));
 }
 
 TEST(Verifier, SizedForAShareOfTheModel) {
