@@ -46,7 +46,15 @@ void SpinTeam::run(int parts, const std::function<void(int)>& part) {
   if (sleepers_.load(std::memory_order_acquire) > 0) wake_.notify_all();
   const int team = size();
   for (int i = 0; i < parts; i += team) part(i);  // the caller's share: parts 0, team, 2·team, ...
-  while (pending_.load(std::memory_order_acquire) > 0) ZL_PAUSE();
+  // Waiting for the others: after a few microseconds, yield the core between
+  // checks, in case a member shares it with us (the scheduler put it there
+  // while the other core was busy) and can only finish when we let it run.
+  for (int spins = 0; pending_.load(std::memory_order_acquire) > 0; ++spins) {
+    if (spins < 2048)
+      ZL_PAUSE();
+    else
+      std::this_thread::yield();
+  }
   task_ = nullptr;
 }
 
@@ -58,7 +66,9 @@ void SpinTeam::work(int id) {
     int spins = 0;
     while (generation_.load(std::memory_order_acquire) == seen && !stop_.load(std::memory_order_relaxed)) {
       ZL_PAUSE();
-      if (++spins % 256 == 0 && std::chrono::steady_clock::now() > until) {
+      if (++spins % 256 != 0) continue;
+      std::this_thread::yield();  // as in run(): let a thread that shares this core go on
+      if (std::chrono::steady_clock::now() > until) {
         std::unique_lock<std::mutex> lock(mutex_);
         sleepers_.fetch_add(1, std::memory_order_acq_rel);
         wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen || stop_.load(); });

@@ -45,36 +45,42 @@ torch::Tensor VerifierImpl::forward(const torch::Tensor& tokens) {
 
 namespace {
 
-// out[N·W, E] = conv1d(x[N, W, E] as channels E, kernel 3, padding 1) as three
-// products: Y_k = x · W_kᵀ for the kernel's taps k (W_k = weight[:, :, k],
-// given transposed in wt[k]), then out[n, w] = bias + Y_0[w−1] + Y_1[w] +
-// Y_2[w+1] inside each window (the padding's zeros add nothing).
-void conv3(const float* x, int64_t N, int64_t W, int64_t E, const float* wt, const float* bias, float* y, float* out) {
-  const int64_t M = N * W;
-  for (int64_t k = 0; k < 3; ++k) rows_times_wt(M, E, E, x, wt + k * E * E, y + k * M * E);
-  const float *y0 = y, *y1 = y + M * E, *y2 = y + 2 * M * E;
+// Columns of conv3's product: the three taps' E outputs side by side, padded
+// to whole vectors of 16 floats.
+int64_t columns(int64_t E) { return (3 * E + 15) / 16 * 16; }
+
+// out[N·W, E] = conv1d(x[N, W, E] as channels E, kernel 3, padding 1) as one
+// product Y = x · taps, whose columns are the three taps side by side (Y_k =
+// x · W_kᵀ, W_k = weight[:, :, k]; zero columns pad the row to whole
+// vectors), then out[n, w] = bias + Y_0[w−1] + Y_1[w] + Y_2[w+1] inside each
+// window (the convolution's zero padding adds nothing).
+void conv3(const float* x, int64_t N, int64_t W, int64_t E, const float* taps, const float* bias, float* y,
+           float* out) {
+  const int64_t M = N * W, L = columns(E);
+  rows_times_wt(M, L, E, x, taps, y);
   for (int64_t n = 0; n < N; ++n)
     for (int64_t w = 0; w < W; ++w) {
       const int64_t r = n * W + w;
       float* o = out + r * E;
-      for (int64_t c = 0; c < E; ++c) o[c] = bias[c] + y1[r * E + c];
+      const float* mid = y + r * L + E;
+      for (int64_t c = 0; c < E; ++c) o[c] = bias[c] + mid[c];
       if (w > 0)
-        for (int64_t c = 0; c < E; ++c) o[c] += y0[(r - 1) * E + c];
+        for (int64_t c = 0; c < E; ++c) o[c] += y[(r - 1) * L + c];
       if (w + 1 < W)
-        for (int64_t c = 0; c < E; ++c) o[c] += y2[(r + 1) * E + c];
+        for (int64_t c = 0; c < E; ++c) o[c] += y[(r + 1) * L + 2 * E + c];
     }
 }
 
-// wt[k][i][o] = weight[o][i][k]: a Conv1d weight [E_out, E_in, 3] as three
-// transposed taps for rows_times_wt.
-void taps_transposed(const torch::Tensor& weight, std::vector<float>& wt) {
-  const int64_t E = weight.size(0), I = weight.size(1);
+// taps[i][k·E + o] = weight[o][i][k], zero past 3E: a Conv1d weight
+// [E_out, E_in, 3] as the right-hand side of conv3's one product.
+void taps_transposed(const torch::Tensor& weight, std::vector<float>& taps) {
+  const int64_t E = weight.size(0), I = weight.size(1), L = columns(E);
   auto w = weight.contiguous();
   const float* src = w.data_ptr<float>();
-  wt.resize(3 * I * E);
+  taps.assign(I * L, 0.0f);
   for (int64_t o = 0; o < E; ++o)
     for (int64_t i = 0; i < I; ++i)
-      for (int64_t k = 0; k < 3; ++k) wt[(k * I + i) * E + o] = src[(o * I + i) * 3 + k];
+      for (int64_t k = 0; k < 3; ++k) taps[i * L + k * E + o] = src[(o * I + i) * 3 + k];
 }
 
 }  // namespace
@@ -98,10 +104,11 @@ torch::Tensor VerifierImpl::score(const torch::Tensor& tokens) {
   if (is_training() || !emb.device().is_cpu() || emb.scalar_type() != torch::kFloat) return confidence(tokens);
   refresh_taps();
   const int64_t N = tokens.size(0), W = tokens.size(1), E = cfg.width, M = N * W;
-  auto tok = tokens.to(torch::kLong).contiguous();
+  const bool ready = tokens.scalar_type() == torch::kLong && tokens.is_contiguous();  // the hook's windows are
+  auto tok = ready ? tokens : tokens.to(torch::kLong).contiguous();
   const int64_t* t = tok.data_ptr<int64_t>();
-  scratch_.resize(6 * M * E);  // x | conv scratch (3 taps) | h | g, reused between checks
-  float *x = scratch_.data(), *y = x + M * E, *h = y + 3 * M * E, *g = h + M * E;
+  scratch_.resize(3 * M * E + M * columns(E));  // x | h | g | conv products, reused between checks
+  float *x = scratch_.data(), *h = x + M * E, *g = h + M * E, *y = g + M * E;
   const float* e = emb.data_ptr<float>();
   for (int64_t r = 0; r < M; ++r) std::copy(e + t[r] * E, e + t[r] * E + E, x + r * E);
   conv3(x, N, W, E, taps_[0].data(), conv1->bias.data_ptr<float>(), y, h);

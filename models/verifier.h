@@ -35,7 +35,7 @@ struct VerifierImpl : torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& tokens);
   torch::Tensor confidence(const torch::Tensor& tokens) { return torch::sigmoid(forward(tokens)); }
   // The same confidences for decoding (no gradient): on the CPU in eval mode
-  // a hand-written pass (each convolution as three products by its taps, the
+  // a hand-written pass (each convolution as one product by its three taps, the
   // decode step's GELU, no ATen call on the way), whose cost stays in
   // proportion to its FLOPs at batch 8; elsewhere confidence().
   torch::Tensor score(const torch::Tensor& tokens);
@@ -47,7 +47,7 @@ struct VerifierImpl : torch::nn::Module {
 
  private:
   void refresh_taps();
-  std::vector<float> taps_[2];                        // conv1, conv2 as transposed taps [3][E][E]
+  std::vector<float> taps_[2];                        // conv1, conv2 as transposed taps (verifier.cpp)
   std::pair<const void*, int64_t> taps_key_[2] = {};  // the weights (storage, version) they came from
   std::vector<float> scratch_;
 };

@@ -39,7 +39,9 @@ DecodeHook::Verdict VerifyHook::review(const std::vector<std::vector<int32_t>>& 
   {
     torch::NoGradGuard no_grad;
     auto tokens = torch::from_blob(window.data(), {static_cast<int64_t>(rows.size()), W}, torch::kLong);
-    scores = scorer_(tokens).to(torch::kCPU, torch::kFloat).contiguous();  // [n]: a no-op for a CPU float result
+    scores = scorer_(tokens);  // [n]
+    if (!scores.is_cpu() || scores.scalar_type() != torch::kFloat || !scores.is_contiguous())
+      scores = scores.to(torch::kCPU, torch::kFloat).contiguous();
   }
   const float* score = scores.data_ptr<float>();
   checks += rows.size();
