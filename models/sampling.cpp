@@ -2,6 +2,8 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include "models/blas.h"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -45,11 +47,13 @@ namespace {
 
 // sample_next on the CPU for float logits: the arithmetic of sampling_probs +
 // draw (the same rounding points; cumulative sums accumulated in double, as
-// ATen's CPU cumsum does) in loops over the rows, with ATen only for the
-// softmax (its vectorised kernel: the same probabilities as the tensor form).
-// A decode step at batch 8 takes about a quarter of a millisecond, and the
-// eight dispatched operators of the tensor form, each allocating a [B,V]
-// result, were a measurable share of it.
+// ATen's CPU cumsum does) in loops over the rows, the softmax by the decode
+// step's kernel (models/blas.h; its exp is within 2e-7 of ATen's, so a draw
+// differs from the tensor form's only when u falls that close to a
+// cumulative boundary). A decode step at batch 8 takes under 0.2 ms, and the
+// eight dispatched operators of the tensor form were a measurable share of
+// it; ATen's softmax would also wake LibTorch's threads between steps
+// (models/spin_team.h).
 torch::Tensor sample_cpu(const torch::Tensor& logits, const SamplingOptions& opt, at::Generator& gen) {
   auto x = logits.contiguous();
   const int64_t B = x.size(0), V = x.size(1);
@@ -76,8 +80,8 @@ torch::Tensor sample_cpu(const torch::Tensor& logits, const SamplingOptions& opt
         if (r[j] < kth) r[j] = -std::numeric_limits<float>::infinity();
     }
   }
-  auto probs_t = torch::softmax(scaled_t, -1);
-  float* probs = probs_t.data_ptr<float>();
+  float* probs = scaled;
+  for (int64_t b = 0; b < B; ++b) softmax_inplace(probs + b * V, V);
   std::vector<int32_t> order;
   for (int64_t b = 0; b < B; ++b) {
     float* p = probs + b * V;
