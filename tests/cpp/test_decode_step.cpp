@@ -4,9 +4,14 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 #include "models/blas.h"
 #include "models/decode_step.h"
 #include "models/sampling.h"
+#include "models/spin_team.h"
 #include "models/transformer.h"
 #include "sim/decoder.h"
 
@@ -48,6 +53,23 @@ TEST(DecodeStep, KernelsMatchTorch) {
   auto g = torch::linspace(-12, 12, 37).contiguous();
   gelu_inplace(g.data_ptr<float>(), 37);
   EXPECT_TRUE(torch::allclose(g, torch::gelu(torch::linspace(-12, 12, 37)), 1e-6, 1e-6));
+}
+
+TEST(SpinTeam, RunsEveryPartOnceAndWakesAfterSleeping) {
+  SpinTeam team(3);
+  ASSERT_EQ(team.size(), 3);
+  std::vector<std::atomic<int>> hits(7);
+  for (int round = 0; round < 500; ++round) team.run(7, [&](int i) { hits[i].fetch_add(1); });
+  for (const auto& h : hits) EXPECT_EQ(h.load(), 500);
+  // Idle long past the spin: the members sleep, and the next run wakes them.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::vector<int> seen(5, 0);
+  team.run(5, [&](int i) { seen[i] += 1; });
+  EXPECT_EQ(seen, std::vector<int>(5, 1));
+  SpinTeam alone(1);  // everything on the caller
+  int calls = 0;
+  alone.run(4, [&](int) { ++calls; });
+  EXPECT_EQ(calls, 4);
 }
 
 TEST(DecodeStep, SameLogitsAndCacheAsTheReferencePath) {
