@@ -1,6 +1,8 @@
-// Matrix products for the hand-written decode step (models/decode_step.h),
-// where M (the batch) is tiny: C[M×N] = A[M×K]·W[N×K]ᵀ, row-major float32,
-// which is x·Wᵀ for a torch Linear weight W [out,in].
+// The kernels of the hand-written decode step (models/decode_step.h) and of
+// the verifier's fast score: matrix products where M (the batch) is tiny,
+// C[M×N] = A[M×K]·W[N×K]ᵀ, row-major float32, which is x·Wᵀ for a torch
+// Linear weight W [out,in]; one head's attention; softmax and GELU; a
+// transpose. Each is vectorised for AVX-512, AVX2 or SSE, chosen at load time.
 //
 // At M = 8 a general GEMM (OpenBLAS through LibTorch) spends more time
 // packing W than multiplying with it (measured: sgemm_incopy 24% against

@@ -9,13 +9,13 @@
 // the parts), and nothing inside the step calls ATen, whose own threads would
 // wait for a core that a spinning team member holds. For the same reason a
 // DecodeStep hands LibTorch's threads to its team while it lives: ATen calls
-// between steps (sampling, prefill, a verifier) run on one thread until it is
+// between steps (a verifier, cache bookkeeping) run on one thread until it is
 // destroyed (measured: 25.0k tok/s end to end, against 7.5k with ATen's
 // OpenMP threads and the team taking turns on two cores).
 // It reads and writes the same KVCache as TransformerImpl::forward(tokens,
-// cache), so the two paths can be mixed within one decode (prefill and
-// re-feeds after a rollback go through the reference path) and are tested
-// against each other.
+// cache), so the two paths can be mixed within one decode, and they are
+// tested against each other (same logits after a prefill, steps and a
+// rollback; same cache; same greedy tokens).
 #pragma once
 #include <torch/torch.h>
 
