@@ -148,10 +148,13 @@ torch::Tensor DecodeStep::run_rows(const std::vector<Row>& rows, KVCache& cache)
     span = std::max(span, r.position + 1);
     wanted += r.logits;
   }
+  // Score rows padded to whole cache lines: team members write neighbouring
+  // rows, and a line shared between two of them would bounce between cores.
+  const int64_t stride = (span + 15) / 16 * 16;
   auto fopt = torch::TensorOptions().dtype(torch::kFloat);
   auto x_t = torch::empty({M, C}, fopt), h_t = torch::empty({M, C}, fopt), qkv_t = torch::empty({M, 3 * C}, fopt),
        y_t = torch::empty({M, C}, fopt), a_t = torch::empty({M, C}, fopt), f_t = torch::empty({M, F}, fopt),
-       scores_t = torch::empty({M * H, span}, fopt), last_t = torch::empty({wanted, C}, fopt),
+       scores_t = torch::empty({M * H, stride}, fopt), last_t = torch::empty({wanted, C}, fopt),
        logits = torch::empty({wanted, V}, fopt);
   float *x = x_t.data_ptr<float>(), *h = h_t.data_ptr<float>(), *qkv = qkv_t.data_ptr<float>(),
         *y = y_t.data_ptr<float>(), *a = a_t.data_ptr<float>(), *f = f_t.data_ptr<float>(),
@@ -183,7 +186,7 @@ torch::Tensor DecodeStep::run_rows(const std::vector<Row>& rows, KVCache& cache)
       for (int64_t mh = begin; mh < end; ++mh) {
         const int64_t m = mh / H, hd = mh % H, n = rows[m].position + 1;
         const int64_t head = (rows[m].sequence * H + hd) * cap * D;
-        float* s = scores + mh * span;
+        float* s = scores + mh * stride;
         scaled_scores(qkv + m * 3 * C + hd * D, kc + head, n, D, scale, s);
         softmax_inplace(s, n);
         weighted_rows(s, vc + head, n, D, y + m * C + hd * D);
