@@ -71,11 +71,19 @@ __attribute__((always_inline)) inline f16 load16(const float* p) {
 // reduction the compiler writes itself goes lane by lane through memory
 // (measured: 16 dependent scalar adds per key, the bulk of the scores' time).
 __attribute__((always_inline)) inline float lanes_sum(f16 v) {
+#if defined(__clang__) || __GNUC__ >= 12
   using f8 = float __attribute__((vector_size(32)));
   using f4 = float __attribute__((vector_size(16)));
   f8 h = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) + __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
   f4 q = __builtin_shufflevector(h, h, 0, 1, 2, 3) + __builtin_shufflevector(h, h, 4, 5, 6, 7);
   return (q[0] + q[2]) + (q[1] + q[3]);
+#else  // older GCC (no __builtin_shufflevector): the same halving through memory
+  float a[16];
+  std::memcpy(a, &v, sizeof a);
+  for (int w = 8; w > 0; w /= 2)
+    for (int l = 0; l < w; ++l) a[l] += a[l + w];
+  return a[0];
+#endif
 }
 
 using i16 = int32_t __attribute__((vector_size(64)));
