@@ -30,17 +30,24 @@ void BM_RowsTimesWt(benchmark::State& state) {
 // qkv, attention projection, MLP in, MLP out, logits.
 BENCHMARK(BM_RowsTimesWt)->Args({384, 128})->Args({128, 128})->Args({512, 128})->Args({128, 512})->Args({1024, 128});
 
-void BM_DecodeStep(benchmark::State& state) {
-  torch::NoGradGuard no_grad;
-  at::set_num_threads(static_cast<int>(state.range(0)));
+// The benchmarked model (4 layers, 128 wide, vocabulary 1024) in eval mode,
+// with LibTorch's threads (and so the step's team) set to `threads`.
+zl::Transformer bench_model(int64_t threads) {
+  at::set_num_threads(static_cast<int>(threads));
   torch::manual_seed(0);
   zl::ModelConfig cfg;
   cfg.vocab = 1024;
   zl::Transformer model(cfg);
   model->eval();
+  return model;
+}
+
+void BM_DecodeStep(benchmark::State& state) {
+  torch::NoGradGuard no_grad;
+  auto model = bench_model(state.range(0));
   zl::DecodeStep step(model);
   auto cache = model->make_cache(kBatch);
-  model->forward(torch::randint(cfg.vocab, {kBatch, 80}, torch::kLong), cache);
+  model->forward(torch::randint(model->cfg.vocab, {kBatch, 80}, torch::kLong), cache);
   cache.lengths.fill_(80);
   std::vector<int64_t> tokens(kBatch, 7);
   for (auto _ : state) {
@@ -55,12 +62,7 @@ BENCHMARK(BM_DecodeStep)->Arg(1)->Arg(2)->UseRealTime();
 
 void BM_Prefill(benchmark::State& state) {
   torch::NoGradGuard no_grad;
-  at::set_num_threads(static_cast<int>(state.range(0)));
-  torch::manual_seed(0);
-  zl::ModelConfig cfg;
-  cfg.vocab = 1024;
-  zl::Transformer model(cfg);
-  model->eval();
+  auto model = bench_model(state.range(0));
   std::vector<std::vector<int32_t>> prompts(kBatch, std::vector<int32_t>(32, 7));
   zl::DecodeStep step(model);
   auto cache = model->make_cache(kBatch);

@@ -13,10 +13,6 @@ namespace zl {
 #define ZL_CLONES
 #endif
 
-ZL_CLONES void axpy(float s, const float* __restrict x, float* __restrict y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] += s * x[i];
-}
-
 void rows_times_wt(int64_t M, int64_t N, int64_t K, const float* A, const float* Wt, float* C) {
   rows_times_wt_columns(M, N, K, A, Wt, C, 0, N);
 }
@@ -134,19 +130,6 @@ __attribute__((always_inline)) inline f16 gelu16(f16 x) {
 float gelu1(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); }
 
 }  // namespace
-
-ZL_CLONES float dot(const float* __restrict a, const float* __restrict b, int64_t n) {
-  f16 acc0 = {}, acc1 = {};  // two chains, so that the adds overlap
-  int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    acc0 += load16(a + i) * load16(b + i);
-    acc1 += load16(a + i + 16) * load16(b + i + 16);
-  }
-  for (; i + 16 <= n; i += 16) acc0 += load16(a + i) * load16(b + i);
-  float s = lanes_sum(acc0 + acc1);
-  for (; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
 
 ZL_CLONES void scaled_scores(const float* __restrict q, const float* __restrict K, int64_t n, int64_t D, float scale,
                              float* __restrict s) {

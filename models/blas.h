@@ -21,12 +21,6 @@ void rows_times_wt(int64_t M, int64_t N, int64_t K, const float* A, const float*
 void rows_times_wt_columns(int64_t M, int64_t N, int64_t K, const float* A, const float* Wt, float* C, int64_t begin,
                            int64_t end);
 
-// Σ a[i]·b[i] over n, vectorised the same way.
-float dot(const float* a, const float* b, int64_t n);
-
-// y[n] += s · x[n].
-void axpy(float s, const float* x, float* y, int64_t n);
-
 // Attention over one head's cache rows K, V [n×D]: s[j] = scale · q·K[j],
 // and out[D] = Σ_j p[j]·V[j].
 void scaled_scores(const float* q, const float* K, int64_t n, int64_t D, float scale, float* s);

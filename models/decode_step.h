@@ -4,7 +4,7 @@
 // than its arithmetic. Here the step is plain loops over the weights and the
 // KV cache, the matrix products go straight to BLAS (models/blas.h), and the
 // softmax and GELU are its own vectorised kernels too. Products split by
-// columns and attention by (sequence, head) across a SpinTeam of LibTorch's
+// columns (or rows, in a prefill) and attention by (row, head) across a SpinTeam of LibTorch's
 // thread count (models/spin_team.h: at::parallel_for's wake-up cost as much as
 // the parts), and nothing inside the step calls ATen, whose own threads would
 // wait for a core that a spinning team member holds. For the same reason a
@@ -69,7 +69,8 @@ class DecodeStep {
   // lengths untouched): the logits of the rows that ask, in order [R,V].
   torch::Tensor run_rows(const std::vector<Row>& rows, KVCache& cache);
 
-  // C[M×N] = A·Wt (then GELU if asked), columns split across the team.
+  // C[M×N] = A·Wt (then GELU if asked), split across the team by rows when
+  // there are many (a prefill), else by columns.
   void product(int64_t M, int64_t N, int64_t K, const float* A, const float* Wt, float* C, bool gelu = false);
   // body(begin, end) over [0, n) in one contiguous range per team member.
   void split(int64_t n, const std::function<void(int64_t, int64_t)>& body);

@@ -74,6 +74,12 @@ struct Expr {
     }
     return kNaN;
   }
+
+  void names(std::set<std::string>* out) const {
+    if (op == Name) out->insert(name);
+    if (a) a->names(out);
+    if (b) b->names(out);
+  }
 };
 
 // Recursive descent: sum := term (('+'|'-') term)*, term := unary (('*'|'/') unary)*,
@@ -540,6 +546,12 @@ std::vector<ClaimSpec> parse_registry(const std::string& text, const std::string
   for (size_t i = 0; i < specs.size(); ++i) finish_spec(specs[i], values[i], file + ":" + std::to_string(specs[i].line));
   if (specs.empty()) throw std::runtime_error(file + ": no [claim ID] sections");
   return specs;
+}
+
+std::set<std::string> metric_names(const std::string& metric) {
+  std::set<std::string> out;
+  ExprParser(metric).parse()->names(&out);
+  return out;
 }
 
 std::vector<ClaimSpec> load_registry(const std::string& path) {

@@ -6,6 +6,7 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,8 @@ struct ClaimSpec {
 // a metric expression that does not parse.
 std::vector<ClaimSpec> parse_registry(const std::string& text, const std::string& file);
 std::vector<ClaimSpec> load_registry(const std::string& path);
+// The /index metric names a claim's metric expression reads.
+std::set<std::string> metric_names(const std::string& metric);
 
 // What the claims are computed from: one entry per run of a results file.
 struct ClaimRun {

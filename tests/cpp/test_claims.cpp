@@ -4,7 +4,6 @@
 // through a results file.
 #include <gtest/gtest.h>
 
-#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -148,6 +147,11 @@ TEST(Claims, VerdictFollowsTheIntervalAgainstTheRegion) {
   EXPECT_EQ(bound.verdict, "supported");
 }
 
+TEST(Claims, MetricNamesAreTheExpressionsNames) {
+  EXPECT_EQ(zl::metric_names("100 * (1 - violation_rate) + flops_a / flops_b"),
+            (std::set<std::string>{"violation_rate", "flops_a", "flops_b"}));
+}
+
 TEST(Claims, DifferenceAndExpressions) {
   ClaimsInput in;
   for (int s = 1; s <= 4; ++s) {
@@ -240,18 +244,10 @@ TEST(Claims, ClaimsStudyCoversEveryClaimUnambiguously) {
   auto study = zl::load_study(std::string(ZL_SOURCE_DIR) + "/ablations/claims.ini", {});
   auto configs = study.expand();
   const auto specs = zl::load_registry(registry_path());
-  std::set<std::string> metric_names;
+  std::set<std::string> names;
   for (const auto& spec : specs)
-    for (size_t p = 0; p < spec.metric.size();) {
-      if (!std::isalpha(static_cast<unsigned char>(spec.metric[p])) && spec.metric[p] != '_') {
-        ++p;
-        continue;
-      }
-      size_t q = p;
-      while (q < spec.metric.size() && (std::isalnum(static_cast<unsigned char>(spec.metric[q])) || spec.metric[q] == '_')) ++q;
-      metric_names.insert(spec.metric.substr(p, q - p));
-      p = q;
-    }
+    if (!spec.metric.empty())
+      for (const auto& name : zl::metric_names(spec.metric)) names.insert(name);
   ClaimsInput in;
   std::map<std::string, zl::Table> events;
   for (size_t i = 0; i < configs.size(); ++i) {
@@ -262,7 +258,7 @@ TEST(Claims, ClaimsStudyCoversEveryClaimUnambiguously) {
     r.config = zl::parse_config_ini(zl::to_ini(configs[i]));
     // Every name a registry metric expression uses, varying with the arm and
     // seed so that relative and argmin comparisons are defined.
-    for (const auto& name : metric_names)
+    for (const auto& name : names)
       r.metrics[name] = 1.0 + 0.01 * static_cast<double>(i) + 0.001 * static_cast<double>(r.seed);
     zl::Table t;
     t.add("context_len", std::vector<int64_t>{1, 2, 3, 4});
