@@ -21,6 +21,19 @@ void rows_times_wt(int64_t M, int64_t N, int64_t K, const float* A, const float*
 void rows_times_wt_columns(int64_t M, int64_t N, int64_t K, const float* A, const float* Wt, float* C, int64_t begin,
                            int64_t end);
 
+// The same product with W packed once into panels of kPanel columns,
+// P = [⌈N/kPanel⌉][K][kPanel] (the last one zero-padded), so that a panel is
+// read as one contiguous stream and summed in registers, 8 rows of C at a
+// time: a decode step's weights do not stay in cache between steps, and
+// streaming Wᵀ by rows ran at half the speed (measured: the 17 products of
+// one step at batch 8, 136 µs against 66).
+constexpr int64_t kPanel = 32;
+int64_t panel_count(int64_t N);
+// P[panel_count(N)·K·kPanel] from a torch Linear weight W [N,K] (out, in).
+void pack_panels(const float* W, int64_t N, int64_t K, float* P);
+// Only the columns of panels [p0, p1) of C[M×N] = A[M×K]·Wᵀ.
+void panels_product(int64_t M, int64_t N, int64_t K, const float* A, const float* P, float* C, int64_t p0, int64_t p1);
+
 // Attention over one head's cache rows K, V [n×D]: s[j] = scale · q·K[j],
 // and out[D] = Σ_j p[j]·V[j].
 void scaled_scores(const float* q, const float* K, int64_t n, int64_t D, float scale, float* s);

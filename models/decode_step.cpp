@@ -12,6 +12,11 @@ namespace {
 
 const float* ptr(const torch::Tensor& t) { return t.data_ptr<float>(); }
 
+// Parts per team member in a split product or attention: members claim them
+// one at a time (models/spin_team.h), so more parts than members let a member
+// on a faster core take more.
+constexpr int64_t kPartsPerMember = 4;
+
 // y[C] = LayerNorm(x[C]) with weight and bias (biased variance, as torch).
 void layer_norm(const float* x, const float* w, const float* b, float* y, int64_t C, double eps) {
   double mean = 0, var = 0;
@@ -49,14 +54,14 @@ DecodeStep::DecodeStep(Transformer model)
       aten_threads_(at::get_num_threads()) {
   TORCH_CHECK(supports(model_), "DecodeStep: the model is not a CPU float32 baseline transformer in eval mode");
   auto params = model_->named_parameters();
-  // Weights are read transposed ([in,out]): copied once per decode, a few MB at most.
+  // Weights are read as panels (models/blas.h): packed once per decode, a few MB at most.
   auto t = [&](const std::string& name) {
     const auto& w = params[name];
-    transposed_.push_back(torch::empty({w.size(1), w.size(0)}, w.options()));
-    transpose(ptr(w), w.size(0), w.size(1), transposed_.back().data_ptr<float>());
-    return ptr(transposed_.back());
+    packed_.push_back(torch::empty({panel_count(w.size(0)) * w.size(1) * kPanel}, w.options()));
+    pack_panels(ptr(w), w.size(0), w.size(1), packed_.back().data_ptr<float>());
+    return ptr(packed_.back());
   };
-  wte_t_ = t("wte.weight");
+  wte_panels_ = t("wte.weight");
   wte_ = ptr(params["wte.weight"]);
   wpe_ = ptr(params["wpe.weight"]);
   lnf_w_ = ptr(params["ln_f.weight"]);
@@ -75,39 +80,36 @@ DecodeStep::~DecodeStep() {
   if (aten_threads_ > 1) at::set_num_threads(aten_threads_);
 }
 
-void DecodeStep::split(int64_t n, const std::function<void(int64_t, int64_t)>& body) {
-  const int parts = static_cast<int>(std::min<int64_t>(team_->size(), n));
+void DecodeStep::split(int64_t n, bool alone, const std::function<void(int64_t, int64_t)>& body) {
+  if (alone) return body(0, n);
+  // A few parts per member, so that the team balances a slower core.
+  const int parts = static_cast<int>(std::min<int64_t>(kPartsPerMember * team_->size(), n));
   team_->run(parts, [&](int i) { body(n * i / parts, n * (i + 1) / parts); });
 }
 
-void DecodeStep::product(int64_t M, int64_t N, int64_t K, const float* A, const float* Wt, float* C, bool gelu) {
-  constexpr int64_t kRows = 16;  // rows of C summed at once: they stay in L1 while Wᵀ streams by
-  auto rows = [&](int64_t m0, int64_t m1, int64_t begin, int64_t end) {
-    for (int64_t m = m0; m < m1; m += kRows) {
-      const int64_t n = std::min(kRows, m1 - m);
-      rows_times_wt_columns(n, N, K, A + m * K, Wt, C + m * N, begin, end);
-      if (gelu)
-        for (int64_t r = m; r < m + n; ++r) gelu_inplace(C + r * N + begin, end - begin);
-    }
+void DecodeStep::product(int64_t M, int64_t N, int64_t K, const float* A, const float* P, float* C, bool alone,
+                         bool gelu) {
+  auto block = [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
+    panels_product(m1 - m0, N, K, A + m0 * K, P, C + m0 * N, p0, p1);
+    if (!gelu) return;
+    const int64_t begin = p0 * kPanel, end = std::min(N, p1 * kPanel);
+    for (int64_t r = m0; r < m1; ++r) gelu_inplace(C + r * N + begin, end - begin);
   };
+  const int64_t panels = panel_count(N);
+  if (alone) return block(0, M, 0, panels);
+  constexpr int64_t kRows = 16;
   if (M >= 2 * kRows) {
     // Many rows (a prefill): each member takes whole chunks of rows; two
     // threads splitting columns instead ran slower than one (measured at
     // 256 x 512 x 128: 378 µs against 284 on one thread, 140 split by rows).
     const int64_t chunks = (M + kRows - 1) / kRows;
-    const int parts = static_cast<int>(std::min<int64_t>(team_->size(), chunks));
-    team_->run(parts, [&](int i) {
-      rows(std::min(M, chunks * i / parts * kRows), std::min(M, chunks * (i + 1) / parts * kRows), 0, N);
-    });
+    team_->run(static_cast<int>(chunks), [&](int i) { block(i * kRows, std::min(M, (i + 1) * kRows), 0, panels); });
     return;
   }
-  // A decode step's few rows: split the columns, in parts of at least 64 cut
-  // at multiples of 16 (8 x 1024 x 128: 10.1 µs on two threads, 18.1 on one).
-  const int parts = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(team_->size(), N / 64)));
-  team_->run(parts, [&](int i) {
-    auto cut = [&](int k) { return k == parts ? N : N * k / parts / 16 * 16; };
-    rows(0, M, cut(i), cut(i + 1));
-  });
+  // A decode step's few rows: split the panels, at least two per part, a few
+  // parts per member (see split()).
+  const int parts = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(kPartsPerMember * team_->size(), panels / 2)));
+  team_->run(parts, [&](int i) { block(0, M, panels * i / parts, panels * (i + 1) / parts); });
 }
 
 torch::Tensor DecodeStep::forward(const std::vector<int64_t>& tokens, KVCache& cache) {
@@ -139,26 +141,58 @@ torch::Tensor DecodeStep::prefill(const std::vector<std::vector<int32_t>>& promp
 
 torch::Tensor DecodeStep::run_rows(const std::vector<Row>& rows, KVCache& cache) {
   const auto& cfg = model_->cfg;
-  const int64_t M = rows.size(), C = cfg.dim, H = cfg.heads, D = cfg.head_dim(), F = cfg.mlp_ratio * C,
-                V = cfg.vocab, cap = cache.capacity;
-  int64_t span = 0, wanted = 0;
+  const int64_t M = rows.size(), V = cfg.vocab, cap = std::min(cache.capacity, cfg.context);
+  int64_t wanted = 0;
   for (const Row& r : rows) {
-    TORCH_CHECK(r.position < std::min(cap, cfg.context), "KV cache overflow: ", r.position + 1, " tokens, capacity ",
-                std::min(cap, cfg.context));
-    span = std::max(span, r.position + 1);
+    TORCH_CHECK(r.position < cap, "KV cache overflow: ", r.position + 1, " tokens, capacity ", cap);
     wanted += r.logits;
   }
-  // Score rows padded to whole cache lines: team members write neighbouring
-  // rows, and a line shared between two of them would bounce between cores.
-  const int64_t stride = (span + 15) / 16 * 16;
+  auto logits = torch::empty({wanted, V}, torch::TensorOptions().dtype(torch::kFloat));
+  // Whole sequences per team member, cut near equal row counts (rows come
+  // sequence by sequence): a member's products, attention and cache slots
+  // then touch nothing another member writes. Splitting each product across
+  // the team instead had every member read what the other had just written,
+  // a transfer between cores at every product that cost more than the second
+  // core gave (measured here, batch 8: 180 µs a step on two threads against
+  // 163 on one).
+  std::vector<int64_t> cut{0};
+  const int64_t groups = std::min<int64_t>(team_->size(), rows.empty() ? 1 : rows.back().sequence - rows.front().sequence + 1);
+  for (int64_t g = 1, m = 0; g < groups; ++g) {
+    m = std::max(m, M * g / groups);
+    while (m > 0 && m < M && rows[m].sequence == rows[m - 1].sequence) ++m;
+    if (m > cut.back() && m < M) cut.push_back(m);
+  }
+  cut.push_back(M);
+  std::vector<int64_t> first_logit(cut.size(), 0);  // logits rows before each group
+  for (size_t g = 0; g + 1 < cut.size(); ++g)
+    first_logit[g + 1] = first_logit[g] + std::count_if(rows.begin() + cut[g], rows.begin() + cut[g + 1], [](const Row& r) { return r.logits; });
+  float* out = logits.data_ptr<float>();
+  if (cut.size() == 2) {
+    through_layers(rows.data(), M, cache, out, /*alone=*/false);  // one sequence: the team splits each product
+  } else {
+    team_->run(static_cast<int>(cut.size() - 1), [&](int g) {
+      through_layers(rows.data() + cut[g], cut[g + 1] - cut[g], cache, out + first_logit[g] * V, /*alone=*/true);
+    });
+  }
+  return logits;
+}
+
+void DecodeStep::through_layers(const Row* rows, int64_t M, KVCache& cache, float* logits, bool alone) {
+  const auto& cfg = model_->cfg;
+  const int64_t C = cfg.dim, H = cfg.heads, D = cfg.head_dim(), F = cfg.mlp_ratio * C, V = cfg.vocab,
+                cap = cache.capacity;
+  int64_t span = 0, wanted = 0;
+  for (int64_t m = 0; m < M; ++m) {
+    span = std::max(span, rows[m].position + 1);
+    wanted += rows[m].logits;
+  }
   auto fopt = torch::TensorOptions().dtype(torch::kFloat);
   auto x_t = torch::empty({M, C}, fopt), h_t = torch::empty({M, C}, fopt), qkv_t = torch::empty({M, 3 * C}, fopt),
        y_t = torch::empty({M, C}, fopt), a_t = torch::empty({M, C}, fopt), f_t = torch::empty({M, F}, fopt),
-       scores_t = torch::empty({M * H, stride}, fopt), last_t = torch::empty({wanted, C}, fopt),
-       logits = torch::empty({wanted, V}, fopt);
+       last_t = torch::empty({wanted, C}, fopt);
   float *x = x_t.data_ptr<float>(), *h = h_t.data_ptr<float>(), *qkv = qkv_t.data_ptr<float>(),
         *y = y_t.data_ptr<float>(), *a = a_t.data_ptr<float>(), *f = f_t.data_ptr<float>(),
-        *scores = scores_t.data_ptr<float>(), *last = last_t.data_ptr<float>();
+        *last = last_t.data_ptr<float>();
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
 
   for (int64_t m = 0; m < M; ++m) {  // token + position embedding
@@ -170,7 +204,7 @@ torch::Tensor DecodeStep::run_rows(const std::vector<Row>& rows, KVCache& cache)
     float* kc = cache.layers[l].k.data_ptr<float>();  // [B,H,cap,D]
     float* vc = cache.layers[l].v.data_ptr<float>();
     for (int64_t m = 0; m < M; ++m) layer_norm(x + m * C, L.ln1_w, L.ln1_b, h + m * C, C, eps_);
-    product(M, 3 * C, C, h, L.qkv, qkv);  // [M,3C]: q | k | v, head-major inside each
+    product(M, 3 * C, C, h, L.qkv, qkv, alone);  // [M,3C]: q | k | v, head-major inside each
     // Every row's key and value first: a prefill row reads those of the
     // earlier rows of its sequence.
     for (int64_t m = 0; m < M; ++m)
@@ -182,29 +216,32 @@ torch::Tensor DecodeStep::run_rows(const std::vector<Row>& rows, KVCache& cache)
       }
     // Per (row, head): score the visible slots (j <= position; stale slots
     // past it, left by a rollback, are not), softmax, weighted sum of values.
-    split(M * H, [&](int64_t begin, int64_t end) {
+    split(M * H, alone, [&](int64_t begin, int64_t end) {
+      // Each member's scores in its own buffer: a row shared with another
+      // member's writes slowed both (see rows_times_wt_columns).
+      thread_local std::vector<float> own;
+      own.resize(span);
+      float* s = own.data();
       for (int64_t mh = begin; mh < end; ++mh) {
         const int64_t m = mh / H, hd = mh % H, n = rows[m].position + 1;
         const int64_t head = (rows[m].sequence * H + hd) * cap * D;
-        float* s = scores + mh * stride;
         scaled_scores(qkv + m * 3 * C + hd * D, kc + head, n, D, scale, s);
         softmax_inplace(s, n);
         weighted_rows(s, vc + head, n, D, y + m * C + hd * D);
       }
     });
-    product(M, C, C, y, L.proj, a);
+    product(M, C, C, y, L.proj, a, alone);
     for (int64_t i = 0; i < M * C; ++i) x[i] += a[i];
     for (int64_t m = 0; m < M; ++m) layer_norm(x + m * C, L.ln2_w, L.ln2_b, h + m * C, C, eps_);
-    product(M, F, C, h, L.fc, f, /*gelu=*/true);
-    product(M, C, F, f, L.mlp_proj, a);
+    product(M, F, C, h, L.fc, f, alone, /*gelu=*/true);
+    product(M, C, F, f, L.mlp_proj, a, alone);
     for (int64_t i = 0; i < M * C; ++i) x[i] += a[i];
   }
   // The head only for the rows whose logits are wanted (tied to the embedding).
   int64_t w = 0;
   for (int64_t m = 0; m < M; ++m)
     if (rows[m].logits) layer_norm(x + m * C, lnf_w_, lnf_b_, last + (w++) * C, C, eps_);
-  product(wanted, V, C, last, wte_t_, logits.data_ptr<float>());
-  return logits;
+  product(wanted, V, C, last, wte_panels_, logits, alone);
 }
 
 }  // namespace zl

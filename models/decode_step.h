@@ -53,9 +53,9 @@ class DecodeStep {
     const float *ln1_w, *ln1_b, *qkv, *proj, *ln2_w, *ln2_b, *fc, *mlp_proj;
   };
   Transformer model_;
-  std::vector<Layer> layers_;            // matrices transposed ([in,out]) for models/blas.h
-  std::vector<torch::Tensor> transposed_;  // owns those copies
-  const float *wte_, *wte_t_, *wpe_, *lnf_w_, *lnf_b_;
+  std::vector<Layer> layers_;         // matrices packed as panels for models/blas.h
+  std::vector<torch::Tensor> packed_;  // owns those copies
+  const float *wte_, *wte_panels_, *wpe_, *lnf_w_, *lnf_b_;
   double eps_ = 1e-5;
   std::unique_ptr<SpinTeam> team_;
   int aten_threads_ = 1;  // LibTorch's thread count before the step took them
@@ -65,15 +65,22 @@ class DecodeStep {
     int64_t sequence, token, position;
     bool logits;
   };
-  // The transformer over rows (their keys and values written to the cache;
-  // lengths untouched): the logits of the rows that ask, in order [R,V].
+  // The transformer over rows, sequence by sequence (their keys and values
+  // written to the cache; lengths untouched): the logits of the rows that
+  // ask, in order [R,V]. Team members take whole sequences.
   torch::Tensor run_rows(const std::vector<Row>& rows, KVCache& cache);
+  // The same for rows[0..M) on this thread alone, or with the team splitting
+  // each product and the attention (one sequence); logits to `logits`.
+  void through_layers(const Row* rows, int64_t M, KVCache& cache, float* logits, bool alone);
 
-  // C[M×N] = A·Wt (then GELU if asked), split across the team by rows when
-  // there are many (a prefill), else by columns.
-  void product(int64_t M, int64_t N, int64_t K, const float* A, const float* Wt, float* C, bool gelu = false);
-  // body(begin, end) over [0, n) in one contiguous range per team member.
-  void split(int64_t n, const std::function<void(int64_t, int64_t)>& body);
+  // C[M×N] = A·Wᵀ from W's panels P (then GELU if asked): on this thread
+  // alone, or split across the team by rows when there are many (a
+  // prefill), else by panels.
+  void product(int64_t M, int64_t N, int64_t K, const float* A, const float* P, float* C, bool alone,
+               bool gelu = false);
+  // body(begin, end) over [0, n): all of it here if `alone`, else in a few
+  // contiguous ranges per team member.
+  void split(int64_t n, bool alone, const std::function<void(int64_t, int64_t)>& body);
 };
 
 }  // namespace zl

@@ -18,7 +18,7 @@ constexpr auto kSpin = std::chrono::microseconds(200);
 }  // namespace
 
 SpinTeam::SpinTeam(int threads) {
-  for (int id = 1; id < threads; ++id) workers_.emplace_back([this, id] { work(id); });
+  for (int id = 1; id < threads; ++id) workers_.emplace_back([this] { work(); });
 }
 
 SpinTeam::~SpinTeam() {
@@ -37,6 +37,7 @@ void SpinTeam::run(int parts, const std::function<void(int)>& part) {
   }
   task_ = &part;
   parts_ = parts;
+  next_.store(0, std::memory_order_relaxed);
   pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
   {
     // Publishing under the mutex orders it before any sleeper's re-check.
@@ -44,8 +45,7 @@ void SpinTeam::run(int parts, const std::function<void(int)>& part) {
     generation_.fetch_add(1, std::memory_order_release);
   }
   if (sleepers_.load(std::memory_order_acquire) > 0) wake_.notify_all();
-  const int team = size();
-  for (int i = 0; i < parts; i += team) part(i);  // the caller's share: parts 0, team, 2·team, ...
+  claim(part);  // the caller takes parts too
   // Waiting for the others: after a few microseconds, yield the core between
   // checks, in case a member shares it with us (the scheduler put it there
   // while the other core was busy) and can only finish when we let it run.
@@ -58,7 +58,12 @@ void SpinTeam::run(int parts, const std::function<void(int)>& part) {
   task_ = nullptr;
 }
 
-void SpinTeam::work(int id) {
+void SpinTeam::claim(const std::function<void(int)>& part) {
+  for (int i = next_.fetch_add(1, std::memory_order_relaxed); i < parts_; i = next_.fetch_add(1, std::memory_order_relaxed))
+    part(i);
+}
+
+void SpinTeam::work() {
   uint64_t seen = 0;
   for (;;) {
     // Spin for the next run, then sleep until one comes.
@@ -78,8 +83,7 @@ void SpinTeam::work(int id) {
     }
     if (stop_.load()) return;
     seen = generation_.load(std::memory_order_acquire);
-    const int team = size();
-    for (int i = id; i < parts_; i += team) (*task_)(i);
+    claim(*task_);
     pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }

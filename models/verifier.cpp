@@ -45,19 +45,15 @@ torch::Tensor VerifierImpl::forward(const torch::Tensor& tokens) {
 
 namespace {
 
-// Columns of conv3's product: the three taps' E outputs side by side, padded
-// to whole vectors of 16 floats.
-int64_t columns(int64_t E) { return (3 * E + 15) / 16 * 16; }
-
 // out[N·W, E] = conv1d(x[N, W, E] as channels E, kernel 3, padding 1) as one
-// product Y = x · taps, whose columns are the three taps side by side (Y_k =
-// x · W_kᵀ, W_k = weight[:, :, k]; zero columns pad the row to whole
-// vectors), then out[n, w] = bias + Y_0[w−1] + Y_1[w] + Y_2[w+1] inside each
-// window (the convolution's zero padding adds nothing).
+// product Y[N·W, 3E] = x · T, whose columns are the three taps side by side
+// (Y_k = x · W_kᵀ, W_k = weight[:, :, k]), T packed as panels
+// (models/blas.h), then out[n, w] = bias + Y_0[w−1] + Y_1[w] + Y_2[w+1]
+// inside each window (the convolution's zero padding adds nothing).
 void conv3(const float* x, int64_t N, int64_t W, int64_t E, const float* taps, const float* bias, float* y,
            float* out) {
-  const int64_t M = N * W, L = columns(E);
-  rows_times_wt(M, L, E, x, taps, y);
+  const int64_t M = N * W, L = 3 * E;
+  panels_product(M, L, E, x, taps, y, 0, panel_count(L));
   for (int64_t n = 0; n < N; ++n)
     for (int64_t w = 0; w < W; ++w) {
       const int64_t r = n * W + w;
@@ -71,16 +67,18 @@ void conv3(const float* x, int64_t N, int64_t W, int64_t E, const float* taps, c
     }
 }
 
-// taps[i][k·E + o] = weight[o][i][k], zero past 3E: a Conv1d weight
-// [E_out, E_in, 3] as the right-hand side of conv3's one product.
-void taps_transposed(const torch::Tensor& weight, std::vector<float>& taps) {
-  const int64_t E = weight.size(0), I = weight.size(1), L = columns(E);
+// A Conv1d weight [E_out, E_in, 3] as conv3's right-hand side: the rows
+// k·E + o of T's transpose are weight[o][:][k], packed as panels.
+void taps_as_panels(const torch::Tensor& weight, std::vector<float>& taps) {
+  const int64_t E = weight.size(0), I = weight.size(1), L = 3 * E;
   auto w = weight.contiguous();
   const float* src = w.data_ptr<float>();
-  taps.assign(I * L, 0.0f);
+  std::vector<float> rows(L * I);  // [3E, E_in]
   for (int64_t o = 0; o < E; ++o)
     for (int64_t i = 0; i < I; ++i)
-      for (int64_t k = 0; k < 3; ++k) taps[i * L + k * E + o] = src[(o * I + i) * 3 + k];
+      for (int64_t k = 0; k < 3; ++k) rows[(k * E + o) * I + i] = src[(o * I + i) * 3 + k];
+  taps.resize(panel_count(L) * I * kPanel);
+  pack_panels(rows.data(), L, I, taps.data());
 }
 
 }  // namespace
@@ -92,7 +90,7 @@ void VerifierImpl::refresh_taps() {
   for (int c = 0; c < 2; ++c) {
     const std::pair<const void*, int64_t> key{weights[c]->data_ptr(), weights[c]->_version()};
     if (taps_[c].empty() || taps_key_[c] != key) {
-      taps_transposed(*weights[c], taps_[c]);
+      taps_as_panels(*weights[c], taps_[c]);
       taps_key_[c] = key;
     }
   }
@@ -107,7 +105,7 @@ torch::Tensor VerifierImpl::score(const torch::Tensor& tokens) {
   const bool ready = tokens.scalar_type() == torch::kLong && tokens.is_contiguous();  // the hook's windows are
   auto tok = ready ? tokens : tokens.to(torch::kLong).contiguous();
   const int64_t* t = tok.data_ptr<int64_t>();
-  scratch_.resize(3 * M * E + M * columns(E));  // x | h | g | conv products, reused between checks
+  scratch_.resize(3 * M * E + M * 3 * E);  // x | h | g | conv products, reused between checks
   float *x = scratch_.data(), *h = x + M * E, *g = h + M * E, *y = g + M * E;
   const float* e = emb.data_ptr<float>();
   for (int64_t r = 0; r < M; ++r) std::copy(e + t[r] * E, e + t[r] * E + E, x + r * E);

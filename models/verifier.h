@@ -47,7 +47,7 @@ struct VerifierImpl : torch::nn::Module {
 
  private:
   void refresh_taps();
-  std::vector<float> taps_[2];                        // conv1, conv2 as transposed taps (verifier.cpp)
+  std::vector<float> taps_[2];                        // conv1, conv2 as packed taps (verifier.cpp)
   std::pair<const void*, int64_t> taps_key_[2] = {};  // the weights (storage, version) they came from
   std::vector<float> scratch_;
 };

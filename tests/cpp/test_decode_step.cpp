@@ -34,18 +34,34 @@ TEST(DecodeStep, KernelsMatchTorch) {
   rows_times_wt(5, 700, 300, a.data_ptr<float>(), wt.data_ptr<float>(), c.data_ptr<float>());  // 3 column blocks
   EXPECT_TRUE(torch::allclose(c, a.mm(wt), 1e-4, 1e-4));
   auto x = torch::randn({37});
-  // Attention over one head (D = 40: a vector of 16 and a tail), softmax and
-  // GELU with their own exp, on 37 values (two vectors and a tail).
-  auto q = torch::randn({40}), K = torch::randn({37, 40}), V = torch::randn({37, 40});
-  auto s = torch::empty({37}), out = torch::empty({40});
-  scaled_scores(q.data_ptr<float>(), K.data_ptr<float>(), 37, 40, 0.25f, s.data_ptr<float>());
-  EXPECT_TRUE(torch::allclose(s, K.mv(q) * 0.25, 1e-4, 1e-4));
+  // Panels: 13 rows (a group of 8 and a tail of 5), 700 columns (21 full
+  // panels and one of 28), all panels and a range of them.
+  auto w = torch::randn({700, 300}), a13 = torch::randn({13, 300});
+  std::vector<float> panels(panel_count(700) * 300 * kPanel);
+  pack_panels(w.data_ptr<float>(), 700, 300, panels.data());
+  auto c13 = torch::full({13, 700}, 7.0f);
+  panels_product(13, 700, 300, a13.data_ptr<float>(), panels.data(), c13.data_ptr<float>(), 0, panel_count(700));
+  EXPECT_TRUE(torch::allclose(c13, a13.mm(w.t()), 1e-4, 1e-4));
+  auto part = torch::full({13, 700}, 7.0f);
+  panels_product(13, 700, 300, a13.data_ptr<float>(), panels.data(), part.data_ptr<float>(), 2, 4);
+  EXPECT_TRUE(torch::allclose(part.narrow(1, 64, 64), c13.narrow(1, 64, 64)));
+  EXPECT_TRUE(torch::all(part.narrow(1, 0, 64) == 7.0f).item<bool>());  // other panels untouched
+  EXPECT_TRUE(torch::all(part.narrow(1, 128, 572) == 7.0f).item<bool>());
+  // Attention over one head: D = 40 (vectors of 16 and a tail; one key at a
+  // time) and D = 32, 80 (sixteen keys at a time, then the tail keys);
+  // softmax and GELU with their own exp, on 37 values (two vectors and a tail).
+  for (int64_t D : {40, 32, 80}) {
+    auto q = torch::randn({D}), K = torch::randn({37, D}), V = torch::randn({37, D});
+    auto s = torch::empty({37}), out = torch::empty({D});
+    scaled_scores(q.data_ptr<float>(), K.data_ptr<float>(), 37, D, 0.25f, s.data_ptr<float>());
+    EXPECT_TRUE(torch::allclose(s, K.mv(q) * 0.25, 1e-4, 1e-4)) << "D = " << D;
+    auto p = torch::softmax(torch::randn({37}), 0);
+    weighted_rows(p.data_ptr<float>(), V.data_ptr<float>(), 37, D, out.data_ptr<float>());
+    EXPECT_TRUE(torch::allclose(out, V.t().mv(p), 1e-5, 1e-5)) << "D = " << D;
+  }
   auto sm = (x * 30).contiguous();  // logits from -90 to 90: the exp's clamped range
   softmax_inplace(sm.data_ptr<float>(), 37);
   EXPECT_TRUE(torch::allclose(sm, torch::softmax(x * 30, 0), 1e-6, 1e-5));
-  auto p = torch::softmax(torch::randn({37}), 0);
-  weighted_rows(p.data_ptr<float>(), V.data_ptr<float>(), 37, 40, out.data_ptr<float>());
-  EXPECT_TRUE(torch::allclose(out, V.t().mv(p), 1e-5, 1e-5));
   auto g = torch::linspace(-12, 12, 37).contiguous();
   gelu_inplace(g.data_ptr<float>(), 37);
   EXPECT_TRUE(torch::allclose(g, torch::gelu(torch::linspace(-12, 12, 37)), 1e-6, 1e-6));
@@ -100,6 +116,37 @@ TEST(DecodeStep, SameLogitsAndCacheAsTheReferencePath) {
       EXPECT_TRUE(torch::allclose(ref.layers[l].k[b].narrow(1, 0, n), mine.layers[l].k[b].narrow(1, 0, n), 1e-5, 1e-5));
       EXPECT_TRUE(torch::allclose(ref.layers[l].v[b].narrow(1, 0, n), mine.layers[l].v[b].narrow(1, 0, n), 1e-5, 1e-5));
     }
+}
+
+// Two members: a batch is cut into whole sequences, one group each (the
+// test above at 3 sequences); a single sequence has its products and heads
+// split across the team instead (here). Both against the reference path.
+TEST(DecodeStep, OneSequenceOnATeamOfTwo) {
+  const int threads = at::get_num_threads();
+  at::set_num_threads(2);
+  torch::manual_seed(6);
+  ModelConfig wide = shape();
+  wide.dim = 64;  // products of 6 and more panels: split in parts
+  wide.context = 48;
+  Transformer model(wide);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  {
+    DecodeStep fast(model);
+    auto ref = model->make_cache(1), mine = model->make_cache(1);
+    auto prompt = torch::randint(61, {1, 40}, torch::kLong);  // 40 rows: a prefill split by rows
+    auto want = model->forward(prompt, ref).select(1, 39);
+    std::vector<std::vector<int32_t>> prompts(1);
+    for (int64_t t = 0; t < 40; ++t) prompts[0].push_back(static_cast<int32_t>(prompt[0][t].item<int64_t>()));
+    auto got = fast.prefill(prompts, mine);
+    ASSERT_TRUE(torch::allclose(got, want, 1e-4, 1e-4)) << (got - want).abs().max().item<float>();
+    for (int64_t step = 0; step < 3; ++step) {
+      want = model->forward(torch::full({1, 1}, step + 2, torch::kLong), ref).select(1, 0);
+      got = fast.forward({step + 2}, mine);
+      ASSERT_TRUE(torch::allclose(got, want, 1e-4, 1e-4)) << "step " << step;
+    }
+  }
+  at::set_num_threads(threads);
 }
 
 TEST(DecodeStep, RefusesWhatItCannotRun) {
