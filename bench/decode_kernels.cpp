@@ -1,34 +1,41 @@
 // Google Benchmark of the hand-written decode step (models/decode_step.h) and
 // its parts, at the shape of python/bench_decode.py (4 layers, 128 wide,
 // vocabulary 1024, batch 8): where a decode step's time goes, per part.
-//  - BM_RowsTimesWt/N/K: one product C[8×N] = A[8×K]·Wᵀ (GFLOP/s counter);
+//  - BM_PanelsProduct/N/K: one product C[8×N] = A[8×K]·Wᵀ (GFLOP/s counter);
 //  - BM_DecodeStep/threads: one step at a context of 80 tokens (tok/s counter);
 //  - BM_Prefill/threads: 8 prompts of 32 tokens into an empty cache;
-//  - BM_SampleNext: one draw per row of [8,1024] logits at temperature 0.8.
+//  - BM_SampleNext: one draw per row of [8,1024] logits at temperature 0.8;
+//  - BM_VerifierScore: sfvl's check of 8 windows of 5 tokens, the verifier
+//    sized 1/20 of that model (its FLOPs per check are the counter).
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>
+
+#include <vector>
 
 #include "models/blas.h"
 #include "models/decode_step.h"
 #include "models/sampling.h"
 #include "models/transformer.h"
+#include "models/verifier.h"
 
 namespace {
 
 constexpr int64_t kBatch = 8;
 
-void BM_RowsTimesWt(benchmark::State& state) {
+void BM_PanelsProduct(benchmark::State& state) {
   const int64_t N = state.range(0), K = state.range(1);
-  auto a = torch::randn({kBatch, K}), wt = torch::randn({K, N}), c = torch::empty({kBatch, N});
+  auto a = torch::randn({kBatch, K}), w = torch::randn({N, K}), c = torch::empty({kBatch, N});
+  std::vector<float> panels(zl::panel_count(N) * K * zl::kPanel);
+  zl::pack_panels(w.data_ptr<float>(), N, K, panels.data());
   for (auto _ : state) {
-    zl::rows_times_wt(kBatch, N, K, a.data_ptr<float>(), wt.data_ptr<float>(), c.data_ptr<float>());
+    zl::panels_product(kBatch, N, K, a.data_ptr<float>(), panels.data(), c.data_ptr<float>(), 0, zl::panel_count(N));
     benchmark::DoNotOptimize(c.data_ptr<float>());
   }
   state.counters["GFLOP/s"] =
       benchmark::Counter(2.0 * kBatch * N * K * state.iterations() / 1e9, benchmark::Counter::kIsRate);
 }
 // qkv, attention projection, MLP in, MLP out, logits.
-BENCHMARK(BM_RowsTimesWt)->Args({384, 128})->Args({128, 128})->Args({512, 128})->Args({128, 512})->Args({1024, 128});
+BENCHMARK(BM_PanelsProduct)->Args({384, 128})->Args({128, 128})->Args({512, 128})->Args({128, 512})->Args({1024, 128});
 
 // The benchmarked model (4 layers, 128 wide, vocabulary 1024) in eval mode,
 // with LibTorch's threads (and so the step's team) set to `threads`.
@@ -85,5 +92,20 @@ void BM_SampleNext(benchmark::State& state) {
 }
 BENCHMARK(BM_SampleNext);
 
-}  // namespace
+void BM_VerifierScore(benchmark::State& state) {
+  auto model = bench_model(1);
+  const auto target = static_cast<int64_t>(model->parameter_count() / 20);
+  zl::Verifier verifier(zl::VerifierConfig::sized_for(model->cfg.vocab, 5, target));
+  verifier->eval();
+  auto windows = torch::randint(model->cfg.vocab, {kBatch, 5}, torch::kLong);
+  for (auto _ : state) {
+    auto scores = verifier->score(windows);
+    benchmark::DoNotOptimize(scores.data_ptr<float>());
+  }
+  state.counters["width"] = static_cast<double>(verifier->cfg.width);
+  state.counters["GFLOP/s"] = benchmark::Counter(verifier->cfg.flops_per_check() * kBatch * state.iterations() / 1e9,
+                                                 benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_VerifierScore);
 
+}  // namespace

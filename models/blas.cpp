@@ -13,50 +13,6 @@ namespace zl {
 #define ZL_CLONES
 #endif
 
-void rows_times_wt(int64_t M, int64_t N, int64_t K, const float* A, const float* Wt, float* C) {
-  rows_times_wt_columns(M, N, K, A, Wt, C, 0, N);
-}
-
-ZL_CLONES void rows_times_wt_columns(int64_t M, int64_t N, int64_t K, const float* __restrict A,
-                                     const float* __restrict Wt, float* __restrict C, int64_t begin, int64_t end) {
-  // Blocks of up to 16 rows x 256 columns are summed in a private buffer on
-  // the stack (L1) while Wᵀ streams by, and C is written once at the end:
-  // team members write neighbouring columns of the same rows of C, and
-  // summing in C itself (read and written K/4 times) ran 2-5x slower on two
-  // cores than on one here (measured on 8 x 128 x 512: 28 µs per half
-  // against 5.6 alone), though the halves share no cache line.
-  constexpr int64_t kBlock = 256, kRows = 16;
-  alignas(64) float acc[kRows * kBlock];
-  for (int64_t m0 = 0; m0 < M; m0 += kRows) {
-    const int64_t mb = std::min(kRows, M - m0);
-    for (int64_t n0 = begin; n0 < end; n0 += kBlock) {
-      const int64_t nb = std::min(kBlock, end - n0);
-      std::fill(acc, acc + mb * kBlock, 0.0f);
-      // Four rows of Wᵀ per pass over the block: a quarter of its loads and
-      // stores, which otherwise bound the loop (measured), per multiply-add.
-      int64_t k = 0;
-      for (; k + 4 <= K; k += 4) {
-        const float *w0 = Wt + k * N + n0, *w1 = w0 + N, *w2 = w1 + N, *w3 = w2 + N;
-        for (int64_t m = 0; m < mb; ++m) {
-          const float* a = A + (m0 + m) * K + k;
-          const float s0 = a[0], s1 = a[1], s2 = a[2], s3 = a[3];
-          float* c = acc + m * kBlock;
-          for (int64_t j = 0; j < nb; ++j) c[j] += s0 * w0[j] + s1 * w1[j] + s2 * w2[j] + s3 * w3[j];
-        }
-      }
-      for (; k < K; ++k) {
-        const float* w = Wt + k * N + n0;
-        for (int64_t m = 0; m < mb; ++m) {
-          const float s = A[(m0 + m) * K + k];
-          float* c = acc + m * kBlock;
-          for (int64_t j = 0; j < nb; ++j) c[j] += s * w[j];
-        }
-      }
-      for (int64_t m = 0; m < mb; ++m) std::copy(acc + m * kBlock, acc + m * kBlock + nb, C + (m0 + m) * N + n0);
-    }
-  }
-}
-
 // The helpers below are always inlined into the cloned kernels, so the
 // vector-argument ABI GCC warns about never applies.
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -271,8 +227,7 @@ ZL_CLONES void scaled_scores(const float* __restrict q, const float* __restrict 
 
 ZL_CLONES void weighted_rows(const float* __restrict p, const float* __restrict V, int64_t n, int64_t D,
                              float* __restrict out) {
-  // Summed in registers (or a private block) and written once, as in
-  // rows_times_wt_columns: team members write the neighbouring heads of `out`.
+  // Summed in registers (or a private block) and written once (see blas.h).
   int64_t d0 = 0;
   for (; d0 + 64 <= D; d0 += 64) weighted_block<4>(p, V + d0, n, D, out + d0);
   switch ((D - d0) / 16) {
@@ -317,16 +272,6 @@ ZL_CLONES void gelu_inplace(float* __restrict x, int64_t n) {
   const int64_t n16 = n / 16 * 16;
   for (int64_t i = 0; i < n16; i += 16) store16(x + i, gelu16(load16(x + i)));
   for (int64_t i = n16; i < n; ++i) x[i] = gelu1(x[i]);
-}
-
-void transpose(const float* __restrict src, int64_t rows, int64_t cols, float* __restrict dst) {
-  constexpr int64_t kTile = 16;  // a tile's source and destination rows stay in L1
-  for (int64_t i0 = 0; i0 < rows; i0 += kTile)
-    for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
-      const int64_t i1 = std::min(rows, i0 + kTile), j1 = std::min(cols, j0 + kTile);
-      for (int64_t i = i0; i < i1; ++i)
-        for (int64_t j = j0; j < j1; ++j) dst[j * rows + i] = src[i * cols + j];
-    }
 }
 
 }  // namespace zl

@@ -217,8 +217,8 @@ void DecodeStep::through_layers(const Row* rows, int64_t M, KVCache& cache, floa
     // Per (row, head): score the visible slots (j <= position; stale slots
     // past it, left by a rollback, are not), softmax, weighted sum of values.
     split(M * H, alone, [&](int64_t begin, int64_t end) {
-      // Each member's scores in its own buffer: a row shared with another
-      // member's writes slowed both (see rows_times_wt_columns).
+      // Each member's scores in its own buffer: a row beside another
+      // member's writes slowed both (models/blas.h).
       thread_local std::vector<float> own;
       own.resize(span);
       float* s = own.data();

@@ -73,7 +73,7 @@ def run_cpp(binary, repeats):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--zerolayer", default=os.path.join(ROOT, "build", "zerolayer"))
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--twin-worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.twin_worker:
