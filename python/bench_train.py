@@ -3,9 +3,11 @@
 
 Same shape (4 layers, 4 heads, 128 wide, 128 context, byte tokenizer), batch
 32, 2 threads, each side in its best configuration, in fp32 and bf16. The twin
-is tried with default threading and with OPENBLAS_NUM_THREADS=1 (OpenBLAS's
-pool otherwise fights LibTorch's) and its best is kept; zerolayer configures
-its threading itself. Prints tokens/s and the ratio C++ / twin.
+is tried with default threading, with OPENBLAS_NUM_THREADS=1 (OpenBLAS's pool
+otherwise fights LibTorch's), and with that and glibc's allocator told to keep
+freed memory (GLIBC_TUNABLES: what zerolayer does itself, sim/runtime.h), and
+its best is kept; zerolayer configures its threading and allocator itself.
+Prints tokens/s and the ratio C++ / twin.
 
     /usr/bin/python3 python/bench_train.py --zerolayer build/zerolayer
 """
@@ -53,11 +55,20 @@ def twin_worker(precision, steps):
     print(json.dumps({"tok_s": tokens / timed}))
 
 
-def run_twin(precision, steps, openblas_one):
+# The twin's configurations: extra environment for its process.
+KEEP_FREED = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=2147483647"
+TWIN_SETTINGS = {
+    "default": {},
+    "OB=1": {"OPENBLAS_NUM_THREADS": "1"},
+    "OB=1+malloc": {"OPENBLAS_NUM_THREADS": "1", "GLIBC_TUNABLES": KEEP_FREED},
+}
+
+
+def run_twin(precision, steps, setting):
     env = dict(os.environ)
     env.pop("OPENBLAS_NUM_THREADS", None)
-    if openblas_one:
-        env["OPENBLAS_NUM_THREADS"] = "1"
+    env.pop("GLIBC_TUNABLES", None)
+    env.update(TWIN_SETTINGS[setting])
     out = subprocess.run([sys.executable, __file__, "--twin-worker", precision, "--steps", str(steps)],
                          env=env, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])["tok_s"]
@@ -66,7 +77,8 @@ def run_twin(precision, steps, openblas_one):
 def run_cpp(binary, precision, steps):
     import h5py
     env = dict(os.environ)
-    env.pop("OPENBLAS_NUM_THREADS", None)  # zerolayer sets its own threading
+    env.pop("OPENBLAS_NUM_THREADS", None)  # zerolayer sets its own threading and allocator
+    env.pop("GLIBC_TUNABLES", None)
     with tempfile.TemporaryDirectory() as out:
         args = [binary, "train", os.path.join(ROOT, "ablations/smoke.ini"), "--output.dir", out,
                 "--data.tokenizer", "byte", "--data.documents", "600",
@@ -92,13 +104,15 @@ def main():
         return twin_worker(args.twin_worker, args.steps)
 
     print(f"shape {SHAPE}, {args.steps} steps (first 2 untimed)")
-    print(f"{'precision':10} {'twin default':>13} {'twin OB=1':>10} {'twin best':>10} {'zerolayer':>10} {'ratio':>6}")
+    names = list(TWIN_SETTINGS)
+    print(f"{'precision':10} " + " ".join(f"{'twin ' + n:>17}" for n in names) +
+          f" {'twin best':>10} {'zerolayer':>10} {'ratio':>6}")
     for precision in ["fp32", "bf16"]:
-        default = run_twin(precision, args.steps, False)
-        ob1 = run_twin(precision, args.steps, True)
+        twin = [run_twin(precision, args.steps, n) for n in names]
         cpp = run_cpp(args.zerolayer, precision, args.steps)
-        best = max(default, ob1)
-        print(f"{precision:10} {default:13.0f} {ob1:10.0f} {best:10.0f} {cpp:10.0f} {cpp / best:6.2f}")
+        best = max(twin)
+        print(f"{precision:10} " + " ".join(f"{t:17.0f}" for t in twin) +
+              f" {best:10.0f} {cpp:10.0f} {cpp / best:6.2f}")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@
 namespace zl {
 
 DecodeBenchResult run_decode_bench(const RunConfig& cfg, int64_t prompt_tokens, int64_t repeats) {
-  configure_threads(cfg.train.threads);
+  configure_runtime(cfg.train.threads);
   ModelConfig mc = model_config(cfg, cfg.data.tokenizer == "byte" ? 257 : cfg.data.vocab_size);
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
   Transformer model = make_model("baseline", mc);

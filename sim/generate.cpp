@@ -41,7 +41,7 @@ struct Generator::Impl {
 Generator::Generator(const std::string& dir) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.cfg = checkpoint_run_config(dir, &m.config_ini);
-  configure_threads(m.cfg.train.threads);
+  configure_runtime(m.cfg.train.threads);
   m.tok = tokenizer_for(m.cfg, dir);
   m.mc = model_config(m.cfg, m.tok->vocab_size());
   m.model = make_model(m.cfg.variant, m.mc);

@@ -207,7 +207,7 @@ int cmd_bench_decode(int argc, char** argv) {
 }
 
 int cmd_info() {
-  configure_threads(0);
+  configure_runtime(0);
   std::printf("zerolayer %s (%s build, commit %s)\n", ZL_VERSION, ZL_BUILD_TYPE, ZL_GIT_COMMIT);
   std::printf("source      %s\n", ZL_SOURCE_DIR);
   std::printf("libtorch    %s\n", TORCH_VERSION);

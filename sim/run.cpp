@@ -64,7 +64,7 @@ RunRecord failed_run(const RunConfig& cfg, const std::string& error) {
 RunRecord execute_run(const RunConfig& cfg) {
   RunRecord r = failed_run(cfg, "");
   r.started_utc = utc_now();
-  configure_threads(cfg.train.threads);
+  configure_runtime(cfg.train.threads);
   const torch::Device device = resolve_device(cfg.train.device);
 
   // config → data

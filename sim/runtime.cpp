@@ -5,8 +5,12 @@
 #include <torch/version.h>
 
 #include <fstream>
+#include <limits>
 #include <stdexcept>
 #include <thread>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 namespace zl {
 
@@ -15,7 +19,13 @@ int64_t hardware_threads() {
   return n == 0 ? 1 : n;
 }
 
-void configure_threads(int64_t n) {
+void configure_runtime(int64_t n) {
+#ifdef __GLIBC__
+  // Blocks up to 32 MiB (glibc's ceiling) come from the heap, and the heap
+  // is not trimmed: a step's activations reuse the last step's pages.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+#endif
   using SetThreads = void (*)(int);
   if (auto f = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) f(1);
   at::set_num_threads(static_cast<int>(n > 0 ? n : hardware_threads()));

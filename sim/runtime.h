@@ -10,8 +10,13 @@
 namespace zl {
 
 // OpenBLAS to one thread (via its runtime API, since its environment
-// variable is read before main), LibTorch intra-op threads to n (0 = cores).
-void configure_threads(int64_t n);
+// variable is read before main), LibTorch intra-op threads to n (0 = cores),
+// and glibc's allocator set to keep freed memory for reuse: by default each
+// tensor above 128 KiB-32 MiB is mapped fresh and unmapped when freed, so a
+// training step page-faults its T×T scores into existing again every time
+// (measured here, one thread, the bench_train shape: 5.5k tok/s against
+// 12.7k with freed memory kept; page faults are dear in this VM).
+void configure_runtime(int64_t n);
 int64_t hardware_threads();
 std::string blas_name();  // the BLAS library LibTorch's matrix products use
 
