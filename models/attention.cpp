@@ -4,6 +4,7 @@
 
 #include "models/fused_trace.h"
 #include "models/key_weighting.h"
+#include "models/split_linear.h"
 
 namespace zl {
 
@@ -45,7 +46,7 @@ torch::Tensor AttentionImpl::ortho_penalty() const {
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionContext& ctx, LayerCache* cache) {
   const int64_t B = x.size(0), T = x.size(1), H = cfg.heads, D = cfg.head_dim(), C = cfg.dim;
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
-  auto parts = qkv(x).view({B, T, 3, H, D}).permute({2, 0, 3, 1, 4});  // [3,B,H,T,D]
+  auto parts = split_linear(x, qkv->weight).view({B, T, 3, H, D}).permute({2, 0, 3, 1, 4});  // [3,B,H,T,D]
   auto q = parts[0], k = parts[1], v = parts[2];                        // [B,H,T,D]
 
   torch::Tensor y;
@@ -69,7 +70,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionCont
     y = torch::matmul(torch::softmax(scores, -1), values);                       // [B,H,T,D]
   }
   y = y.transpose(1, 2).reshape({B, T, C});  // [B,T,C]
-  return drop(proj(y));
+  return drop(split_linear(y, proj->weight));
 }
 
 // One code path for training and decoding, so that both weigh keys and read

@@ -1,5 +1,7 @@
 #include "models/block.h"
 
+#include "models/split_linear.h"
+
 namespace zl {
 
 MlpImpl::MlpImpl(const ModelConfig& c) {
@@ -8,7 +10,9 @@ MlpImpl::MlpImpl(const ModelConfig& c) {
   drop = register_module("drop", torch::nn::Dropout(c.dropout));
 }
 
-torch::Tensor MlpImpl::forward(const torch::Tensor& x) { return drop(proj(torch::gelu(fc(x)))); }
+torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
+  return drop(split_linear(torch::gelu(split_linear(x, fc->weight)), proj->weight));
+}
 
 BlockImpl::BlockImpl(const ModelConfig& c) {
   ln1 = register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.dim})));

@@ -2,16 +2,16 @@
 // (SPEC §7 "fast path beside a slow, obvious reference", STYLE §7): at batch
 // 8 a LibTorch step is some 130 dispatched operators, each costing more
 // than its arithmetic. Here the step is plain loops over the weights and the
-// KV cache, the matrix products go straight to BLAS (models/blas.h), and the
-// softmax and GELU are its own vectorised kernels too. Products split by
-// columns (or rows, in a prefill) and attention by (row, head) across a SpinTeam of LibTorch's
-// thread count (models/spin_team.h: at::parallel_for's wake-up cost as much as
-// the parts), and nothing inside the step calls ATen, whose own threads would
-// wait for a core that a spinning team member holds. For the same reason a
-// DecodeStep hands LibTorch's threads to its team while it lives: ATen calls
-// between steps (a verifier, cache bookkeeping) run on one thread until it is
-// destroyed (measured: 25.0k tok/s end to end, against 7.5k with ATen's
-// OpenMP threads and the team taking turns on two cores).
+// KV cache, the matrix products run on weights packed once (models/blas.h),
+// and the softmax and GELU are its own vectorised kernels too. The batch is
+// cut into whole sequences, one group per member of a SpinTeam of LibTorch's
+// thread count (models/spin_team.h); a single sequence splits its products
+// and heads across the team instead. Nothing inside the step calls ATen,
+// whose own threads would wait for a core that a spinning team member holds.
+// For the same reason a DecodeStep hands LibTorch's threads to its team while
+// it lives: ATen calls between steps (a verifier, cache bookkeeping) run on
+// one thread until it is destroyed (measured: 25.0k tok/s end to end, against
+// 7.5k with ATen's OpenMP threads and the team taking turns on two cores).
 // It reads and writes the same KVCache as TransformerImpl::forward(tokens,
 // cache), so the two paths can be mixed within one decode, and they are
 // tested against each other (same logits after a prefill, steps and a

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "models/key_weighting.h"
+#include "models/split_linear.h"
 
 namespace zl {
 
@@ -57,7 +58,7 @@ torch::Tensor TransformerImpl::regularizer() {
 }
 
 torch::Tensor TransformerImpl::head(const torch::Tensor& x, const torch::Tensor& gate_features, FusedTrace* trace) {
-  auto logits = torch::nn::functional::linear(ln_f(x), wte->weight);
+  auto logits = split_linear(ln_f(x), wte->weight);
   return gate ? gate->forward(logits, gate_features, trace) : logits;
 }
 
