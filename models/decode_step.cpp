@@ -108,7 +108,8 @@ void DecodeStep::product(int64_t M, int64_t N, int64_t K, const float* A, const 
   }
   // A decode step's few rows: split the panels, at least two per part, a few
   // parts per member (see split()).
-  const int parts = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(kPartsPerMember * team_->size(), panels / 2)));
+  const int parts =
+      static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(kPartsPerMember * team_->size(), panels / 2)));
   team_->run(parts, [&](int i) { block(0, M, panels * i / parts, panels * (i + 1) / parts); });
 }
 
@@ -156,7 +157,8 @@ torch::Tensor DecodeStep::run_rows(const std::vector<Row>& rows, KVCache& cache)
   // core gave (measured here, batch 8: 180 µs a step on two threads against
   // 163 on one).
   std::vector<int64_t> cut{0};
-  const int64_t groups = std::min<int64_t>(team_->size(), rows.empty() ? 1 : rows.back().sequence - rows.front().sequence + 1);
+  const int64_t sequences = rows.empty() ? 1 : rows.back().sequence - rows.front().sequence + 1;
+  const int64_t groups = std::min<int64_t>(team_->size(), sequences);
   for (int64_t g = 1, m = 0; g < groups; ++g) {
     m = std::max(m, M * g / groups);
     while (m > 0 && m < M && rows[m].sequence == rows[m - 1].sequence) ++m;
@@ -165,7 +167,8 @@ torch::Tensor DecodeStep::run_rows(const std::vector<Row>& rows, KVCache& cache)
   cut.push_back(M);
   std::vector<int64_t> first_logit(cut.size(), 0);  // logits rows before each group
   for (size_t g = 0; g + 1 < cut.size(); ++g)
-    first_logit[g + 1] = first_logit[g] + std::count_if(rows.begin() + cut[g], rows.begin() + cut[g + 1], [](const Row& r) { return r.logits; });
+    first_logit[g + 1] = first_logit[g] + std::count_if(rows.begin() + cut[g], rows.begin() + cut[g + 1],
+                                                        [](const Row& r) { return r.logits; });
   float* out = logits.data_ptr<float>();
   if (cut.size() == 2) {
     through_layers(rows.data(), M, cache, out, /*alone=*/false);  // one sequence: the team splits each product

@@ -59,8 +59,11 @@ void SpinTeam::run(int parts, const std::function<void(int)>& part) {
 }
 
 void SpinTeam::claim(const std::function<void(int)>& part) {
-  for (int i = next_.fetch_add(1, std::memory_order_relaxed); i < parts_; i = next_.fetch_add(1, std::memory_order_relaxed))
+  for (;;) {
+    const int i = next_.fetch_add(1, std::memory_order_relaxed);
+    if (i >= parts_) return;
     part(i);
+  }
 }
 
 void SpinTeam::work() {
