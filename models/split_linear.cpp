@@ -39,8 +39,8 @@ struct SplitLinear : torch::autograd::Function<SplitLinear> {
       at::mm_out(out, x2.narrow(0, r0, r1 - r0), wt);
     });
     ctx->save_for_backward({x2, w});
-    ctx->saved_data["shape"] = x.sizes().vec();
     auto shape = x.sizes().vec();
+    ctx->saved_data["shape"] = shape;  // the input's, for its gradient
     shape.back() = w.size(0);
     return y.view(shape);
   }
