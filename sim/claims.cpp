@@ -1,6 +1,7 @@
 // Claims (SPEC §4): registry parsing, run selection, per-seed measurement,
-// bootstrap interval and verdict. The rules are stated once, in the header of
-// ablations/claims.registry; this file implements them.
+// intervals, verdicts (plain and Holm) and the seeds an inconclusive row
+// needs. The rules are stated once, in the header of ablations/claims.registry;
+// this file implements them.
 #include "sim/claims.h"
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "sim/claims_calibration.h"
 #include "sim/config.h"
 #include "sim/h5.h"
 #include "sim/least_squares.h"
@@ -596,51 +598,182 @@ ClaimsInput load_claims_input(const std::string& results_file) {
   return in;
 }
 
+Judgement judge_estimate(const MeanEstimate& e, CiMethod m, double region_lo, double region_hi, double level) {
+  Judgement j;
+  if (!e.has(m)) {
+    j.verdict = "inconclusive";
+    return j;
+  }
+  j.p_support = std::max(e.p_above(m, region_lo), e.p_below(m, region_hi));
+  j.p_refute = std::min(e.p_below(m, region_lo), e.p_above(m, region_hi));
+  const double alpha = (1 - level) / 2;
+  j.verdict = j.p_support < alpha ? "supported" : j.p_refute < alpha ? "refuted" : "inconclusive";
+  return j;
+}
+
+namespace {
+
+bool judged_from_data(const ClaimResult& r) {
+  return r.spec->untestable.empty() && r.seeds >= kMinSeeds &&
+         (r.verdict == "supported" || r.verdict == "refuted" || r.verdict == "inconclusive");
+}
+
+// The region boundary nearest the mean (a finite one): the interval must
+// exclude it for any verdict.
+double nearest_boundary(const ClaimSpec& s, double mean) {
+  if (std::isinf(s.region_lo)) return s.region_hi;
+  if (std::isinf(s.region_hi)) return s.region_lo;
+  return std::abs(mean - s.region_lo) < std::abs(mean - s.region_hi) ? s.region_lo : s.region_hi;
+}
+
+}  // namespace
+
 std::vector<ClaimResult> evaluate_claims(const std::vector<ClaimSpec>& specs, const ClaimsInput& input,
-                                         double level) {
+                                         const ClaimsOptions& opt) {
   std::vector<ClaimResult> out;
+  std::vector<Measured> measured;
   for (const ClaimSpec& s : specs) {
-    ClaimResult r{&s, kNaN, kNaN, kNaN, 0, "", ""};
-    Measured m = measure(s, input);
+    ClaimResult r;
+    r.spec = &s;
+    r.value = r.lo = r.hi = kNaN;
+    measured.push_back(measure(s, input));
+    if (measured.back().problem.empty()) r.per_seed = measured.back().per_seed;
+    out.push_back(std::move(r));
+  }
+
+  // The method: forced, or the one whose coverage at each row's n is nearest
+  // the level on synthetic studies shaped like this file's values.
+  std::set<int> ns;
+  for (const auto& r : out)
+    if (r.per_seed.size() >= 2) ns.insert(static_cast<int>(r.per_seed.size()));
+  Calibration cal;
+  if (opt.method == "auto")
+    cal = calibrate(out, std::vector<int>(ns.begin(), ns.end()), opt.level, opt.calibration_studies, false);
+
+  for (size_t i = 0; i < out.size(); ++i) {
+    ClaimResult& r = out[i];
+    const ClaimSpec& s = *r.spec;
+    const Measured& m = measured[i];
+    auto add_note = [&](const std::string& t) { r.note += (r.note.empty() ? "" : "; ") + t; };
     if (!m.problem.empty()) {
       r.verdict = m.problem.rfind("missing", 0) == 0 ? "missing" : "inconclusive";
       r.note = m.problem;
     } else {
       std::vector<double> v;
       for (const auto& [seed, x] : m.per_seed) v.push_back(x);
-      Interval ci = bootstrap_mean(v, level);
-      r.value = ci.mean;
+      MeanEstimate e(v);
+      r.seeds = e.n();
+      r.method = opt.method == "auto" ? cal.best(e.n()) : parse_method(opt.method);
+      r.t = e.interval(CiMethod::t, opt.level);
+      r.percentile = e.interval(CiMethod::percentile, opt.level);
+      r.bca = e.interval(CiMethod::bca, opt.level);
+      const Interval ci = e.interval(r.method, opt.level);
+      r.value = e.mean();
+      r.sd = e.sd();
       r.lo = ci.lo;
       r.hi = ci.hi;
-      r.seeds = ci.n;
       r.note = m.note;
-      auto add_note = [&](const std::string& t) { r.note += (r.note.empty() ? "" : "; ") + t; };
-      if (ci.n < kMinSeeds) {
+      const Judgement j = judge_estimate(e, r.method, s.region_lo, s.region_hi, opt.level);
+      r.p_support = j.p_support;
+      r.p_refute = j.p_refute;
+      if (e.n() < kMinSeeds) {
         r.verdict = "inconclusive";
-        add_note(std::to_string(ci.n) + " seed(s); a verdict needs >= " + std::to_string(kMinSeeds));
-      } else if (ci.lo >= s.region_lo && ci.hi <= s.region_hi) {
-        r.verdict = "supported";
-      } else if (ci.hi < s.region_lo || ci.lo > s.region_hi) {
-        r.verdict = "refuted";
+        add_note(std::to_string(e.n()) + " seed(s); a verdict needs >= " + std::to_string(kMinSeeds));
       } else {
-        r.verdict = "inconclusive";
-        add_note("interval straddles the claimed region [" + fmt(s.region_lo) + ", " + fmt(s.region_hi) + "]");
+        r.verdict = j.verdict;
+        if (r.verdict == "inconclusive")
+          add_note("interval straddles the claimed region [" + fmt(s.region_lo) + ", " + fmt(s.region_hi) + "]");
       }
+      if (r.verdict == "inconclusive" && e.n() >= 2)
+        r.seeds_needed = std::max<int64_t>(e.n() + 1, seeds_needed(r.value - nearest_boundary(s, r.value), e.sd(),
+                                                                   opt.level, opt.power));
     }
     if (!s.untestable.empty()) {
       r.note = "untestable: " + s.untestable + (r.verdict == "missing" ? "" : "; would be " + r.verdict) +
                (r.note.empty() ? "" : "; " + r.note);
       r.verdict = "untestable";
+      r.seeds_needed = 0;
     }
-    out.push_back(std::move(r));
   }
+  apply_holm(out, opt.level);
   return out;
 }
 
+void apply_holm(std::vector<ClaimResult>& results, double level) {
+  std::vector<double> p(results.size(), kNaN);
+  for (size_t i = 0; i < results.size(); ++i)
+    if (judged_from_data(results[i])) p[i] = std::min(results[i].p_support, results[i].p_refute);
+  const std::vector<double> adjusted = holm_adjust(p);
+  const double alpha = (1 - level) / 2;
+  for (size_t i = 0; i < results.size(); ++i) {
+    ClaimResult& r = results[i];
+    if (std::isnan(p[i])) {
+      r.verdict_holm = r.verdict;
+      continue;
+    }
+    const bool decided = adjusted[i] < alpha;
+    r.verdict_holm = !decided ? "inconclusive" : r.p_support <= r.p_refute ? "supported" : "refuted";
+  }
+}
+
+Table claim_seeds_table(const std::vector<ClaimResult>& results) {
+  std::vector<std::string> id;
+  std::vector<int64_t> seed;
+  std::vector<double> value;
+  for (const auto& r : results)
+    for (const auto& [s, v] : r.per_seed) {
+      id.push_back(r.spec->id);
+      seed.push_back(s);
+      value.push_back(v);
+    }
+  Table t;
+  t.add("id", id);
+  t.add("seed", seed);
+  t.add("value", value);
+  return t;
+}
+
+std::string format_plan(const std::vector<ClaimResult>& results, const std::string& study, double power) {
+  std::ostringstream out;
+  int64_t most = 0;
+  char line[256];
+  for (const auto& r : results) {
+    if (r.seeds_needed <= 0) continue;
+    if (most == 0) {
+      std::snprintf(line, sizeof line, "%-28s %6s %7s  %s\n", "inconclusive claim", "seeds", "needed", "boundary to exclude");
+      out << line;
+    }
+    const double b = nearest_boundary(*r.spec, r.value);
+    std::snprintf(line, sizeof line, "%-28s %6d %7lld  %s (mean %s, sd over seeds %s)\n", r.spec->id.c_str(), r.seeds,
+                  static_cast<long long>(r.seeds_needed), fmt(b).c_str(), fmt(r.value).c_str(), fmt(r.sd).c_str());
+    out << line;
+    most = std::max(most, r.seeds_needed);
+  }
+  if (most == 0) return "no inconclusive claim with 2 or more seeds: nothing to plan\n";
+  std::snprintf(line, sizeof line,
+                "seeds needed: a power estimate (%.0f%% chance that a t interval excludes the boundary if the\n"
+                "observed mean and spread were the truth), not a promise.\n",
+                100 * power);
+  out << line;
+  constexpr int64_t kPlanCap = 64;  // beyond this, more seeds is not the answer: a bigger effect or model is
+  const int64_t n = std::min(most, kPlanCap);
+  std::string seeds = "1";
+  for (int64_t s = 2; s <= n; ++s) seeds += "," + std::to_string(s);
+  out << "\nto run them (complete runs are kept; only the new seeds run):\n  zerolayer ablate " << study << " --seed "
+      << seeds << "\n";
+  out << "on a cluster, one slice per task, then merge:\n  zerolayer ablate " << study << " --seed " << seeds
+      << " --shard i/N   # i = 0..N-1\n  zerolayer merge OUTPUT_DIR\n";
+  if (most > kPlanCap)
+    out << "(" << most << " seeds for the hardest row; the plan stops at " << kPlanCap
+        << ": rows needing more are decided by a larger effect, not by seeds)\n";
+  return out.str();
+}
+
 Table claims_table(const std::vector<ClaimResult>& results) {
-  std::vector<std::string> id, source, claim, metric, comparison, treatment, control, claimed, verdict, note;
-  std::vector<double> lo_r, hi_r, value, lo, hi;
-  std::vector<int64_t> seeds;
+  std::vector<std::string> id, source, claim, metric, comparison, treatment, control, claimed, verdict, note, method,
+      verdict_holm;
+  std::vector<double> lo_r, hi_r, value, lo, hi, t_lo, t_hi, boot_lo, boot_hi, bca_lo, bca_hi, p_support, p_refute;
+  std::vector<int64_t> seeds, needed;
   for (const auto& r : results) {
     const ClaimSpec& s = *r.spec;
     id.push_back(s.id);
@@ -659,6 +792,17 @@ Table claims_table(const std::vector<ClaimResult>& results) {
     seeds.push_back(r.seeds);
     verdict.push_back(r.verdict);
     note.push_back(r.note);
+    method.push_back(r.seeds > 0 ? method_name(r.method) : "");
+    t_lo.push_back(r.seeds > 0 ? r.t.lo : kNaN);
+    t_hi.push_back(r.seeds > 0 ? r.t.hi : kNaN);
+    boot_lo.push_back(r.seeds > 0 ? r.percentile.lo : kNaN);
+    boot_hi.push_back(r.seeds > 0 ? r.percentile.hi : kNaN);
+    bca_lo.push_back(r.seeds > 0 ? r.bca.lo : kNaN);
+    bca_hi.push_back(r.seeds > 0 ? r.bca.hi : kNaN);
+    p_support.push_back(r.p_support);
+    p_refute.push_back(r.p_refute);
+    verdict_holm.push_back(r.verdict_holm);
+    needed.push_back(r.seeds_needed);
   }
   Table t;
   t.add("id", id);
@@ -677,27 +821,45 @@ Table claims_table(const std::vector<ClaimResult>& results) {
   t.add("seeds", seeds);
   t.add("verdict", verdict);
   t.add("note", note);
+  t.add("method", method);
+  t.add("t_lo", t_lo);
+  t.add("t_hi", t_hi);
+  t.add("boot_lo", boot_lo);
+  t.add("boot_hi", boot_hi);
+  t.add("bca_lo", bca_lo);
+  t.add("bca_hi", bca_hi);
+  t.add("p_support", p_support);
+  t.add("p_refute", p_refute);
+  t.add("verdict_holm", verdict_holm);
+  t.add("seeds_needed", needed);
   return t;
 }
 
-std::string format_claims(const std::vector<ClaimResult>& results) {
+std::string format_claims(const std::vector<ClaimResult>& results, bool holm) {
   std::ostringstream out;
   char line[512];
-  std::snprintf(line, sizeof line, "%-28s %-30s %-22s %5s  %s\n", "claim", "measured [95% CI]", "claimed", "seeds",
-                "verdict");
+  std::snprintf(line, sizeof line, "%-28s %-30s %-22s %-12s %s%s\n", "claim", "measured [95% CI]", "claimed",
+                "n, method", "verdict", holm ? "        Holm" : "");
   out << line;
   for (const auto& r : results) {
     const ClaimSpec& s = *r.spec;
     std::string m = std::isnan(r.value) ? "-"
                     : std::isnan(r.lo)  ? fmt(r.value)
                                         : fmt(r.value) + " [" + fmt(r.lo) + ", " + fmt(r.hi) + "]";
-    std::snprintf(line, sizeof line, "%-28s %-30s %-22s %5d  %s\n", s.id.c_str(), m.c_str(), s.claimed_text.c_str(),
-                  r.seeds, r.verdict.c_str());
+    std::string n = r.seeds > 0 ? std::to_string(r.seeds) + ", " + method_name(r.method) : "-";
+    std::string v = r.verdict;
+    if (holm) v.resize(std::max<size_t>(v.size(), 13), ' ');
+    std::snprintf(line, sizeof line, "%-28s %-30s %-22s %-12s %s%s\n", s.id.c_str(), m.c_str(),
+                  s.claimed_text.c_str(), n.c_str(), v.c_str(), holm ? r.verdict_holm.c_str() : "");
     out << line;
     std::string how = s.comparison == "trend" ? s.y + " ~ " + s.x + " (" + s.table + ")" : s.metric;
     how += ", " + s.comparison + (s.over.empty() ? "" : " over " + s.over) + ": " + s.treatment +
            (s.control.empty() ? "" : " vs " + s.control);
     out << "    " << s.source << ": " << s.claim << "\n    " << how << "\n";
+    if (r.seeds >= 2 && r.method != CiMethod::percentile && !std::isnan(r.percentile.lo))
+      out << "    percentile bootstrap [" << fmt(r.percentile.lo) << ", " << fmt(r.percentile.hi) << "]\n";
+    if (r.seeds_needed > 0)
+      out << "    seeds needed (power estimate, 80%): " << r.seeds_needed << "\n";
     if (!r.note.empty()) out << "    " << r.note << "\n";
   }
   return out.str();

@@ -1,9 +1,14 @@
 // The claims table (SPEC §4): each claim of the seed articles, as data in a
 // registry file (ablations/claims.registry, whose header documents the format,
 // the comparisons and the verdict rule), measured on a results file with a 95%
-// bootstrap interval over seeds, paired by seed, and judged supported, refuted
-// or inconclusive. A claim whose runs are missing says which.
+// interval over seeds, paired by seed, and judged supported, refuted or
+// inconclusive; beside it the verdict under a Holm correction across the
+// table, and for an inconclusive row the seeds that would decide it. The
+// interval's method is the one whose simulated coverage at the row's number
+// of seeds is nearest the nominal level (sim/claims_calibration.h). A claim
+// whose runs are missing says which.
 #pragma once
+#include <cmath>
 #include <functional>
 #include <map>
 #include <set>
@@ -11,6 +16,7 @@
 #include <vector>
 
 #include "sim/results.h"
+#include "sim/stats.h"
 
 namespace zl {
 
@@ -62,20 +68,58 @@ std::map<std::string, std::string> parse_config_ini(const std::string& ini);
 
 struct ClaimResult {
   const ClaimSpec* spec = nullptr;
-  double value, lo, hi;  // mean over seeds and its bootstrap interval (NaN if none)
+  double value, lo, hi;  // mean over seeds and the interval of `method` (NaN if none)
   int seeds = 0;         // seeds that gave a value
+  double sd = NAN;       // of the per-seed values
   std::string verdict;   // supported | refuted | inconclusive | untestable | missing
   std::string note;      // why (the missing selector, an ambiguity, too few seeds)
+  CiMethod method = CiMethod::t;           // the interval the verdict used
+  Interval t, percentile, bca;             // every method's interval (NaN bounds where it cannot run)
+  double p_support = NAN, p_refute = NAN;  // one-sided p-values of `method` (below)
+  std::string verdict_holm;                // the verdict under Holm across the table's rows
+  int64_t seeds_needed = 0;                // inconclusive rows: power estimate (0: not applicable)
+  std::map<int64_t, double> per_seed;      // the values behind the interval
 };
 
-// Evaluates every claim. `level` is the interval's confidence (0.95).
+// p_support: the data put the value inside the region (the larger of the two
+// one-sided p-values against its bounds, TOST); p_refute: the data put it
+// outside (the smaller of the p-values for "below lo" and "above hi"). The
+// plain verdict is supported when p_support < (1 − level)/2, refuted when
+// p_refute < (1 − level)/2: exactly "the interval lies inside / outside".
+struct Judgement {
+  std::string verdict;  // supported | refuted | inconclusive
+  double p_support = NAN, p_refute = NAN;
+};
+Judgement judge_estimate(const MeanEstimate& e, CiMethod m, double region_lo, double region_hi, double level);
+
+struct ClaimsOptions {
+  double level = 0.95;                 // two-sided confidence of every interval
+  std::string method = "auto";         // auto (nearest calibrated coverage) | t | percentile | bca
+  int calibration_studies = 2000;      // synthetic studies per n for `auto`
+  double power = 0.8;                  // of the seeds-needed estimate
+};
+
+// Evaluates every claim.
 std::vector<ClaimResult> evaluate_claims(const std::vector<ClaimSpec>& specs, const ClaimsInput& input,
-                                         double level = 0.95);
+                                         const ClaimsOptions& options = {});
+
+// Holm's correction over the rows that have a verdict from data: each row's
+// p-value is the smaller of p_support and p_refute, adjusted across the rows,
+// and the row keeps its direction only if the adjusted p is below
+// (1 − level)/2. Fills verdict_holm (untestable and missing rows copy their verdict).
+void apply_holm(std::vector<ClaimResult>& results, double level);
+
+// The per-seed values behind every row: id, seed, value (the /claims_seeds table).
+Table claim_seeds_table(const std::vector<ClaimResult>& results);
+
+// What would decide the inconclusive rows: per row the seeds needed, then the
+// overrides that run them (`study` is the study file to name).
+std::string format_plan(const std::vector<ClaimResult>& results, const std::string& study, double power);
 
 // The /claims table written into the results file: one row per claim.
 Table claims_table(const std::vector<ClaimResult>& results);
 
-// The table as text, two lines per claim.
-std::string format_claims(const std::vector<ClaimResult>& results);
+// The table as text, two lines per claim; `holm` adds the Holm column.
+std::string format_claims(const std::vector<ClaimResult>& results, bool holm = true);
 
 }  // namespace zl

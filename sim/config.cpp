@@ -193,6 +193,9 @@ std::vector<KeySpec> build_registry() {
                       "fast (hand-written CPU decode step where the model allows) | reference (LibTorch modules)",
                       one_of({"fast", "reference"})));
   k.push_back(int_key("decode.repeats", &R::decode, &DecodeConfig::repeats, E, "timing repeats after warm-up", at_least(1)));
+  k.push_back(int_key("decode.seed", &R::decode, &DecodeConfig::seed, E,
+                      "sampling streams (0 = from the run's seed; another value samples anew from the same model)",
+                      at_least(0)));
 
   k.push_back(float_key("verify.threshold", &R::verify, &VerifyConfig::threshold, E, "re-sample below this confidence", in_range(0, 1)));
   k.push_back(int_key("verify.window", &R::verify, &VerifyConfig::window, T, "tokens the verifier scores", at_least(2)));
@@ -256,6 +259,16 @@ std::vector<KeySpec> build_registry() {
   k.push_back(float_key("oet.tolerance", &R::oet, &OetConfig::tolerance, E,
                         "table entries with |mean c - 1| below this are left out", in_range(0, 1)));
 
+  k.push_back(bool_key("judge.enabled", &R::judge, &JudgeConfig::enabled, E,
+                       "train (once per study) and use the independent judge: judge_nll, resample_equiv_rate"));
+  k.push_back(int_key("judge.layers", &R::judge, &JudgeConfig::layers, E, "judge depth", at_least(1)));
+  k.push_back(int_key("judge.heads", &R::judge, &JudgeConfig::heads, E, "judge attention heads", at_least(1)));
+  k.push_back(int_key("judge.dim", &R::judge, &JudgeConfig::dim, E, "judge width", at_least(8)));
+  k.push_back(int_key("judge.steps", &R::judge, &JudgeConfig::steps, E, "judge training steps", at_least(1)));
+  k.push_back(float_key("judge.lr", &R::judge, &JudgeConfig::lr, E, "judge peak learning rate", in_range(0, 10, true)));
+  k.push_back(str_key("judge.precision", &R::judge, &JudgeConfig::precision, E, "fp32 | bf16 (autocast)",
+                      one_of({"fp32", "bf16"})));
+
   k.push_back(str_key("output.dir", &R::output, &OutputConfig::dir, O, "where shards, checkpoints and results go",
                       [](const std::string& v) {
                         if (v.empty()) throw std::invalid_argument("must not be empty");
@@ -310,6 +323,9 @@ void validate(const RunConfig& c, const std::map<std::string, Origin>& origins) 
   if (c.verify.window > c.model.context) fail("verify.window", "must not exceed model.context");
   if (c.data.tokenizer == "sentencepiece" && c.data.vocab_size > 32000)
     fail("data.vocab_size", "must be at most 32000");
+  if (c.judge.enabled && c.judge.dim % c.judge.heads != 0)
+    fail("judge.heads", "judge.heads (" + std::to_string(c.judge.heads) + ") must divide judge.dim (" +
+                            std::to_string(c.judge.dim) + ")");
   double rank = std::stod(c.fused.value_rank);
   if (rank > static_cast<double>(c.model.head_dim()))
     fail("fused.value_rank", "must not exceed the head width (" + std::to_string(c.model.head_dim()) + ")");
@@ -340,6 +356,10 @@ std::string hash_hex(const std::string& text) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
   return std::string(buf, 12);
+}
+
+uint64_t sampling_seed(const RunConfig& cfg, uint64_t k) {
+  return static_cast<uint64_t>(cfg.seed) * k + static_cast<uint64_t>(cfg.decode.seed) * 0x9E3779B97F4A7C15ull;
 }
 
 std::string trained_family(const std::string& variant) {

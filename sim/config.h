@@ -52,6 +52,8 @@ struct DecodeConfig {
   int64_t batch = 8;                    // sequences decoded together
   int64_t prompts = 32;                 // contract prompts judged for violation_rate
   int64_t repeats = 3;                  // timing repeats (after one warm-up pass)
+  int64_t seed = 0;                     // sampling streams: 0 = the run's seed alone; another value draws other
+                                        // samples from the same model (an A/A arm)
   std::string step = "fast";            // fast (hand-written CPU step where possible) | reference (LibTorch modules)
 };
 
@@ -108,6 +110,21 @@ struct OetConfig {
   double tolerance = 1e-3;              // table entries with |mean c − 1| below this are left out (c = 1)
 };
 
+// The independent judge (SPEC §2's reference model, issue 17 §7): a larger
+// language model trained longer on the same corpus and tokenizer, once per
+// study (keyed like a checkpoint), that scores judge_nll for every run and
+// decides whether an sfvl re-sample is equivalent. Off: no judge_nll, and
+// the re-sampling equivalence is only self-judged (resample_equiv_rate_self).
+struct JudgeConfig {
+  bool enabled = false;
+  int64_t layers = 6;                   // at least 4x the study model's parameters (checked)
+  int64_t heads = 8;
+  int64_t dim = 256;
+  int64_t steps = 1200;                 // optimizer steps at train.batch sequences
+  double lr = 2e-3;                     // peak learning rate (warm-up a tenth of the steps, cosine)
+  std::string precision = "bf16";       // fp32 | bf16 (about 3x faster on AVX512-BF16 CPUs)
+};
+
 struct OutputConfig {
   std::string dir = "results";          // shards, checkpoints and results.h5 go here
   int64_t verbosity = 1;                // 0 quiet, 1 progress, 2 debug
@@ -125,6 +142,7 @@ struct RunConfig {
   FusedConfig fused;
   SfclConfig sfcl;
   OetConfig oet;
+  JudgeConfig judge;
   OutputConfig output;
 };
 
@@ -181,6 +199,12 @@ bool relevant_key(const std::string& key, const std::string& variant);
 // model; oet starts from a trained sfcl model (SPEC §1).
 std::string trained_family(const std::string& variant);
 
-std::string hash_hex(const std::string& text);  // FNV-1a 64, 12 hex digits
+std::string hash_hex(const std::string& text);
+
+// The seed of one of a run's sampling streams (`k` names the stream: the
+// quality pass, a timed pass, a sweep): seed·k, shifted by decode.seed so an
+// A/A arm draws new samples from the same model. decode.seed = 0 leaves
+// every stream as it was before the key existed.
+uint64_t sampling_seed(const RunConfig& cfg, uint64_t k);  // FNV-1a 64, 12 hex digits
 
 }  // namespace zl

@@ -5,11 +5,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
+#include <sstream>
 
 #include "datasets/tokenizer.h"
 #include "models/factory.h"
 #include "sim/checkpoint.h"
 #include "sim/claims.h"
+#include "sim/claims_calibration.h"
 #include "sim/decode_bench.h"
 #include "sim/generate.h"
 #include "sim/config.h"
@@ -157,13 +160,29 @@ int cmd_generate(int argc, char** argv) {
   return 0;
 }
 
+// The study a results file came from, for --plan: the file named after
+// `ablate` in its recorded command line ("STUDY" when it was not an ablate).
+std::string study_of(const std::string& results) {
+  std::istringstream in(read_provenance(results).command_line);
+  for (std::string word; in >> word;)
+    if (word == "ablate" && in >> word) return word;
+  return "STUDY";
+}
+
 int cmd_claims(int argc, char** argv) {
   po::options_description opts("zerolayer claims RESULTS.h5 [options]");
   opts.add_options()("help,h", "this help")("results", po::value<std::string>(), "a merged results file")(
       "registry", po::value<std::string>()->default_value(std::string(ZL_SOURCE_DIR) + "/ablations/claims.registry"),
       "claims registry (its header documents the format and the verdict rule)")(
-      "level", po::value<double>()->default_value(0.95), "confidence level of the bootstrap intervals")(
-      "no-write", "print only; do not write the /claims table into RESULTS");
+      "level", po::value<double>()->default_value(0.95), "two-sided confidence level of the intervals")(
+      "method", po::value<std::string>()->default_value("auto"),
+      "interval of the verdicts: auto (the method whose simulated coverage at each row's n is nearest the level), "
+      "t, percentile or bca")(
+      "family", po::value<std::string>()->default_value("holm"),
+      "multiplicity correction shown beside each verdict: holm (across the table's rows) or none")(
+      "calibrate", "print each method's simulated coverage and false-verdict rate at n = 3, 5, 8 and the file's n")(
+      "plan", "print the seeds each inconclusive row needs (power estimate) and the overrides that run them")(
+      "no-write", "print only; do not write the /claims and /claims_seeds tables into RESULTS");
   po::positional_options_description pos;
   pos.add("results", 1);
   auto vm = parse(argc, argv, opts, pos);
@@ -171,16 +190,31 @@ int cmd_claims(int argc, char** argv) {
     std::cout << opts << "\n";
     return vm.count("help") ? 0 : 2;
   }
-  const double level = vm["level"].as<double>();
-  if (!(level > 0 && level < 1)) throw ConfigError("--level: must be in (0, 1), got " + std::to_string(level));
+  ClaimsOptions co;
+  co.level = vm["level"].as<double>();
+  if (!(co.level > 0 && co.level < 1)) throw ConfigError("--level: must be in (0, 1), got " + std::to_string(co.level));
+  co.method = vm["method"].as<std::string>();
+  if (co.method != "auto") parse_method(co.method);  // names the choices
+  const std::string family = vm["family"].as<std::string>();
+  if (family != "holm" && family != "none") throw ConfigError("--family: must be holm or none, got '" + family + "'");
   const std::string results = vm["results"].as<std::string>();
   if (!fs::exists(results)) throw std::runtime_error("results file '" + results + "' does not exist");
   auto specs = load_registry(vm["registry"].as<std::string>());
-  auto table = evaluate_claims(specs, load_claims_input(results), level);
-  std::cout << format_claims(table);
+  auto table = evaluate_claims(specs, load_claims_input(results), co);
+  std::cout << format_claims(table, family == "holm");
+  if (vm.count("calibrate")) {
+    std::set<int> ns{3, 5, 8};
+    for (const auto& r : table)
+      if (r.seeds >= 2) ns.insert(r.seeds);
+    std::cout << "\n"
+              << format_calibration(calibrate(table, std::vector<int>(ns.begin(), ns.end()), co.level,
+                                              co.calibration_studies, true));
+  }
+  if (vm.count("plan")) std::cout << "\n" << format_plan(table, study_of(results), co.power);
   if (!vm.count("no-write")) {
     write_table(results, "claims", claims_table(table));
-    std::printf("wrote /claims (%zu rows) into %s\n", table.size(), results.c_str());
+    write_table(results, "claims_seeds", claim_seeds_table(table));
+    std::printf("wrote /claims (%zu rows) and /claims_seeds into %s\n", table.size(), results.c_str());
   }
   return 0;
 }

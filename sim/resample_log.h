@@ -7,7 +7,8 @@
 // tokens the decoder produces at those positions next (`after`) are its
 // outcome. Outcomes are compared with the checker (violations in the
 // continuation up to the checked token) and with a judge's mean NLL of the
-// replaced tokens.
+// replaced tokens: the independent judge's (sim/judge.h) and the run's own
+// LM's (self-judged: the model grading its own alternatives), kept apart.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -30,7 +31,8 @@ struct VerifyEvent {
   int64_t prompt_len = 0;        // prompt tokens at the start of `prefix`
   std::vector<int32_t> before, after;  // dropped tokens, and what replaced them (empty: never resolved)
   int64_t violation_before = -1, violation_after = -1;  // checker counts (-1: no checker)
-  double nll_before = NAN, nll_after = NAN;             // judge mean NLL of before / after (nats/token)
+  double nll_before = NAN, nll_after = NAN;             // the judge's mean NLL of before / after (nats/token)
+  double nll_before_self = NAN, nll_after_self = NAN;   // the same under the run's own LM
 
   bool resolved() const { return resampled && after.size() == before.size() && !after.empty(); }
 };
@@ -40,7 +42,9 @@ struct ResampleRates {
   double trigger_rate = NAN;        // fired / checks
   double exhausted_rate = NAN;      // fired but kept (no retries left) / fired
   double same_rate = NAN;           // after == before, over resolved re-samples
-  double equiv_rate = NAN;          // same violation count and |Δ NLL| < epsilon, over resolved (needs a checker)
+  double equiv_rate = NAN;          // same violation count and |Δ judge NLL| < epsilon, over resolved (needs a
+                                    // checker and the judge)
+  double equiv_rate_self = NAN;     // the same with the run's own LM as the judge
   double fix_rate = NAN;            // fewer violations after, over resolved (needs a checker)
 };
 

@@ -9,6 +9,7 @@
 #include "sim/cost.h"
 #include "sim/data.h"
 #include "sim/decoder.h"
+#include "sim/judge.h"
 #include "sim/model_options.h"
 #include "sim/metrics.h"
 #include "sim/prompts.h"
@@ -75,6 +76,7 @@ RunRecord execute_run(const RunConfig& cfg) {
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
   auto stage = make_variant_stage(cfg);  // an unknown variant fails before training
   Transformer model = make_model(cfg.variant, mc);
+  if (cfg.judge.enabled) check_judge_size(cfg, mc.vocab, model->parameter_count());
   TrainOutcome trained = train_model(cfg, model, ds, device);
   for (const auto& [name, curve] : trained.state.curves) r.curves[name] = curve;
 
@@ -90,11 +92,21 @@ RunRecord execute_run(const RunConfig& cfg) {
   StageContext ctx{cfg, model, ds, device, checkpoint_path(cfg)};
   stage->prepare(ctx, r);
 
+  // The independent judge, shared by every run on this corpus and tokenizer.
+  Judge judge;
+  if (cfg.judge.enabled) {
+    judge = load_or_train_judge(cfg, ds, device);
+    ctx.judge = &judge.model;
+    m["judge_params"] = static_cast<double>(judge.params);
+    m["judge_val_loss"] = judge.val_loss;
+    m["judge_reused"] = judge.reused ? 1 : 0;
+  }
+
   // trainer → decoder: one pass for quality (the run's own sampling seed),
   // then `repeats` timed passes.
   Prompts prompts = make_prompts(cfg, ds);
   DecodeOptions opt = decode_options(cfg.decode, ds.tokenizer->eos_id());
-  at::Generator gen = make_generator(static_cast<uint64_t>(cfg.seed) * 7919 + 17);
+  at::Generator gen = make_generator(sampling_seed(cfg, 7919) + 17);
   DecodeOutput quality = stage->decode(ctx, prompts.tokens, opt, gen, /*logged=*/true);
 
   std::vector<RequestTiming> timings;
@@ -104,7 +116,7 @@ RunRecord execute_run(const RunConfig& cfg) {
   std::vector<int64_t> req_repeat, req_item, req_tokens, itl_repeat, itl_item;
   std::vector<double> req_ttft, req_tpot, req_e2e, itl_ms;
   for (int64_t rep = 0; rep < cfg.decode.repeats; ++rep) {
-    at::Generator timing_gen = make_generator(static_cast<uint64_t>(cfg.seed) * 104729 + rep);
+    at::Generator timing_gen = make_generator(sampling_seed(cfg, 104729) + rep);
     DecodeOutput pass = stage->decode(ctx, prompts.tokens, opt, timing_gen, /*logged=*/false);
     timed_seconds += pass.seconds;
     timed_tokens += pass.kept_tokens;
@@ -162,8 +174,23 @@ RunRecord execute_run(const RunConfig& cfg) {
     prompt_text.push_back(prompts.text[i]);
     continuation.push_back(text);
   }
+  // judge_nll (SPEC §2): the continuations' mean NLL under the judge, per
+  // token over all items (an item's own mean is in eval/items).
+  std::vector<double> item_nll(prompts.tokens.size(), std::nan(""));
+  if (ctx.judge) {
+    item_nll = mean_nll(*ctx.judge, prompts.tokens, quality.continuations);
+    double nll = 0;
+    int64_t tokens = 0;
+    for (size_t i = 0; i < item_nll.size(); ++i)
+      if (std::isfinite(item_nll[i])) {
+        nll += item_nll[i] * quality.continuations[i].size();
+        tokens += quality.continuations[i].size();
+      }
+    m["judge_nll"] = tokens > 0 ? nll / tokens : std::nan("");
+  }
   items.add("item", item_id);
   items.add("violations", violations);
+  items.add("judge_nll", item_nll);
   items.add("violation_kinds", kinds);
   items.add("tokens", gen_tokens);
   items.add("prompt", prompt_text);

@@ -3,48 +3,12 @@
 #include <algorithm>
 
 #include "datasets/contracts_checker.h"
+#include "sim/judge.h"
 #include "sim/verifier_training.h"
 #include "sim/verify_hook.h"
 
 namespace zl {
 namespace {
-
-// Mean NLL (nats/token) under `judge` of `tokens` following `prefix`, for
-// many (prefix, tokens) pairs at once. The judge is the run's own language
-// model: SPEC §2's larger reference model is not built yet, and for
-// comparing a dropped span with its replacement in one context what matters
-// is that both are scored by the same model.
-std::vector<double> judge_nll(Transformer& judge, const std::vector<std::vector<int32_t>>& prefixes,
-                              const std::vector<std::vector<int32_t>>& spans) {
-  torch::NoGradGuard no_grad;
-  judge->eval();
-  const auto dev = judge->wte->weight.device();
-  const int64_t C = judge->cfg.context;
-  std::vector<double> out(prefixes.size(), NAN);
-  for (size_t first = 0; first < prefixes.size(); first += 64) {
-    const size_t n = std::min<size_t>(64, prefixes.size() - first);
-    std::vector<std::vector<int32_t>> seqs(n);
-    int64_t T = 1;
-    for (size_t i = 0; i < n; ++i) {
-      seqs[i] = prefixes[first + i];
-      seqs[i].insert(seqs[i].end(), spans[first + i].begin(), spans[first + i].end());
-      if (static_cast<int64_t>(seqs[i].size()) > C) seqs[i].erase(seqs[i].begin(), seqs[i].end() - C);
-      T = std::max<int64_t>(T, seqs[i].size());
-    }
-    auto tokens = torch::zeros({static_cast<int64_t>(n), T}, torch::kLong);
-    auto acc = tokens.accessor<int64_t, 2>();
-    for (size_t i = 0; i < n; ++i)
-      for (size_t j = 0; j < seqs[i].size(); ++j) acc[i][j] = seqs[i][j];
-    auto logp = torch::log_softmax(judge->forward(tokens.to(dev)).to(torch::kFloat), -1).to(torch::kCPU);  // [n,T,V]
-    for (size_t i = 0; i < n; ++i) {
-      const int64_t len = seqs[i].size(), d = spans[first + i].size();
-      double sum = 0;
-      for (int64_t j = len - d; j < len; ++j) sum -= logp[i][j - 1][seqs[i][j]].item<double>();
-      out[first + i] = sum / d;
-    }
-  }
-  return out;
-}
 
 class SfvlStage : public VariantStage {
  public:
@@ -80,12 +44,12 @@ class SfvlStage : public VariantStage {
     for (int64_t len : {int64_t{4}, budget / 4, budget / 2, budget}) {
       for (const auto& p : openings.tokens) sweep.emplace_back(p.begin(), p.begin() + std::min<int64_t>(len, p.size()));
     }
-    at::Generator g1 = make_generator(static_cast<uint64_t>(cfg.seed) * 7919 + 23);
+    at::Generator g1 = make_generator(sampling_seed(cfg, 7919) + 23);
     run(ctx, sweep, opt, g1, true, "context");
     if (!cfg.data.eval_corpus.empty() && cfg.data.eval_corpus != cfg.data.corpus) {
       Dataset ood = prepare_data(cfg, cfg.data.eval_corpus);
       Prompts ood_prompts = make_prompts(cfg, ood);
-      at::Generator g2 = make_generator(static_cast<uint64_t>(cfg.seed) * 7919 + 29);
+      at::Generator g2 = make_generator(sampling_seed(cfg, 7919) + 29);
       run(ctx, ood_prompts.tokens, opt, g2, true, "ood");
     }
     judge(ctx, prompts);
@@ -96,6 +60,7 @@ class SfvlStage : public VariantStage {
     m["trigger_rate"] = q.trigger_rate;
     m["resample_same_rate"] = q.same_rate;
     m["resample_equiv_rate"] = q.equiv_rate;
+    m["resample_equiv_rate_self"] = q.equiv_rate_self;
     m["resample_fix_rate"] = q.fix_rate;
     m["retries_exhausted_rate"] = q.exhausted_rate;
     m["resamples"] = static_cast<double>(q.resamples);
@@ -112,7 +77,7 @@ class SfvlStage : public VariantStage {
     m["trigger_rate_long"] = by.back().trigger_rate;
     Table t;
     std::vector<int64_t> lo, hi, checks, resamples;
-    std::vector<double> trig, same, equiv, fix;
+    std::vector<double> trig, same, equiv, equiv_self, fix;
     for (size_t b = 0; b < by.size(); ++b) {
       lo.push_back(edges[b]);
       hi.push_back(edges[b + 1]);
@@ -121,6 +86,7 @@ class SfvlStage : public VariantStage {
       trig.push_back(by[b].trigger_rate);
       same.push_back(by[b].same_rate);
       equiv.push_back(by[b].equiv_rate);
+      equiv_self.push_back(by[b].equiv_rate_self);
       fix.push_back(by[b].fix_rate);
     }
     t.add("context_lo", lo);
@@ -130,6 +96,7 @@ class SfvlStage : public VariantStage {
     t.add("trigger_rate", trig);
     t.add("resample_same_rate", same);
     t.add("resample_equiv_rate", equiv);
+    t.add("resample_equiv_rate_self", equiv_self);
     t.add("resample_fix_rate", fix);
     r.tables["sfvl/by_context"] = t;
     r.tables["decode/events"] = event_table();
@@ -148,7 +115,7 @@ class SfvlStage : public VariantStage {
     Verifier v = verifier_;
     VerifyHook hook([v](const torch::Tensor& w) mutable { return v->score(w); }, v->cfg.window,
                     VerifyPolicy::from(ctx.cfg.verify, opt.sampling.temperature),
-                    static_cast<uint64_t>(ctx.cfg.seed) * 6151 + passes_++, logged, pass);
+                    sampling_seed(ctx.cfg, 6151) + passes_++, logged, pass);
     DecodeOutput out = zl::decode(ctx.model, prompts, opt, gen, &hook);
     if (logged) {
       for (auto& e : hook.events) events_.push_back(std::move(e));
@@ -159,8 +126,11 @@ class SfvlStage : public VariantStage {
     return out;
   }
 
-  // The checker's verdict and the judge's NLL before and after each re-sample
-  // of the quality pass (contract prompts only have a checker).
+  // The checker's verdict and the NLLs before and after each re-sample of the
+  // quality pass (contract prompts only have a checker): the independent
+  // judge's when there is one, and the run's own LM's. Comparing a dropped
+  // span with its replacement in one context needs both scored by one model;
+  // the self-judged figure is the model grading its own alternatives.
   void judge(const StageContext& ctx, const Prompts& prompts) {
     const auto& tok = *ctx.data.tokenizer;
     std::vector<size_t> idx;
@@ -181,13 +151,17 @@ class SfvlStage : public VariantStage {
         e.violation_after = check_contract(prompts.text[e.item], text(e.after)).size();
       }
     }
-    auto before = judge_nll(ctx.model, prefixes, spans);
-    for (size_t k = 0; k < idx.size(); ++k) spans[k] = events_[idx[k]].after;
-    auto after = judge_nll(ctx.model, prefixes, spans);
-    for (size_t k = 0; k < idx.size(); ++k) {
-      events_[idx[k]].nll_before = before[k];
-      events_[idx[k]].nll_after = after[k];
-    }
+    std::vector<std::vector<int32_t>> replacements;
+    for (size_t k : idx) replacements.push_back(events_[k].after);
+    auto score = [&](Transformer& model, double VerifyEvent::*before, double VerifyEvent::*after) {
+      auto b = mean_nll(model, prefixes, spans), a = mean_nll(model, prefixes, replacements);
+      for (size_t k = 0; k < idx.size(); ++k) {
+        events_[idx[k]].*before = b[k];
+        events_[idx[k]].*after = a[k];
+      }
+    };
+    score(ctx.model, &VerifyEvent::nll_before_self, &VerifyEvent::nll_after_self);
+    if (ctx.judge) score(*ctx.judge, &VerifyEvent::nll_before, &VerifyEvent::nll_after);
   }
 
   Table event_table() const {
@@ -198,7 +172,7 @@ class SfvlStage : public VariantStage {
     };
     std::vector<std::string> pass, before, after;
     std::vector<int64_t> item, position, context, proposed, fired, resampled, dropped, replacement, vb, va;
-    std::vector<double> score, nb, na;
+    std::vector<double> score, nb, na, nbs, nas;
     for (const auto& e : events_) {
       pass.push_back(e.pass);
       item.push_back(e.item);
@@ -216,6 +190,8 @@ class SfvlStage : public VariantStage {
       va.push_back(e.violation_after);
       nb.push_back(e.nll_before);
       na.push_back(e.nll_after);
+      nbs.push_back(e.nll_before_self);
+      nas.push_back(e.nll_after_self);
     }
     Table t;
     t.add("pass", pass);
@@ -234,6 +210,8 @@ class SfvlStage : public VariantStage {
     t.add("violation_after", va);
     t.add("nll_before", nb);
     t.add("nll_after", na);
+    t.add("nll_before_self", nbs);
+    t.add("nll_after_self", nas);
     return t;
   }
 

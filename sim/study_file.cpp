@@ -106,7 +106,11 @@ Study parse_study(const std::string& text, const std::string& path, const Overri
 
   for (const auto& [key, value] : overrides) {
     Origin cli{"command line", 0};
-    set_key(s.base, key, value, cli);
+    // A comma list sweeps the key instead (`--seed 1,2,3,4,5`: more seeds for
+    // a study; the base takes the first value, for `train`).
+    const auto values = split_list(value);
+    for (const auto& v : values) set_key(s.base, key, v, cli);
+    set_key(s.base, key, values.front(), cli);
     s.origins[key] = cli;
     // An override fixes a swept key: drop it from its axis.
     for (auto it = s.axes.begin(); it != s.axes.end();) {
@@ -118,6 +122,13 @@ Study parse_study(const std::string& text, const std::string& path, const Overri
         break;
       }
       it = it->keys.empty() ? s.axes.erase(it) : it + 1;
+    }
+    if (values.size() > 1) {
+      GridAxis axis;
+      axis.keys = {key};
+      axis.origins = {cli};
+      for (const auto& v : values) axis.values.push_back({v});
+      s.axes.push_back(axis);
     }
   }
   validate(s.base, s.origins);

@@ -3,7 +3,8 @@
 // whose keys each take a comma list (a Cartesian axis); and [zip.NAME]
 // sections whose keys take lists of one length and vary together.
 // Priority: defaults < file < command line. A command-line override of a key
-// that the grid sweeps fixes that key (the axis is dropped).
+// that the grid sweeps fixes that key (the axis is dropped); an override with
+// a comma list sweeps it over those values instead (`--seed 1,2,3,4,5`).
 #pragma once
 #include <string>
 #include <utility>

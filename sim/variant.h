@@ -27,6 +27,7 @@ struct StageContext {
   const Dataset& data;
   torch::Device device;
   std::string checkpoint_dir;  // the LM's checkpoint: side models are cached beside it
+  Transformer* judge = nullptr;  // the independent judge (sim/judge.h); null when judge.enabled is off
 };
 
 class VariantStage {

@@ -125,18 +125,18 @@ TEST(Claims, RelativeIsPairedBySeed) {
 }
 
 TEST(Claims, VerdictFollowsTheIntervalAgainstTheRegion) {
-  // Per-seed relative changes 0.3, 0.4, 0.5: mean 0.4, bootstrap interval
-  // inside [0.3, 0.5] and wider than a point.
+  // Per-seed relative changes 0.39, 0.40, 0.41: mean 0.4; at 3 seeds the
+  // verdict uses the t interval, 0.4 ± 0.0248, wider than a point.
   ClaimsInput in;
   for (int s = 1; s <= 3; ++s) {
     in.runs.push_back(run("c" + std::to_string(s), "variant=sfcl", s, {{"decode_tok_s", 100}}));
-    in.runs.push_back(run("t" + std::to_string(s), "variant=oet", s, {{"decode_tok_s", 120 + 10.0 * s}}));
+    in.runs.push_back(run("t" + std::to_string(s), "variant=oet", s, {{"decode_tok_s", 138.0 + s}}));
   }
   auto wide = eval1(one(std::string(kRelative) + "claimed = 0.37\ntolerance = 0.2\n"), in);
   EXPECT_NEAR(wide.value, 0.4, 1e-12);
-  EXPECT_GE(wide.lo, 0.3 - 1e-12);
-  EXPECT_LE(wide.hi, 0.5 + 1e-12);
-  EXPECT_LT(wide.lo, wide.hi);
+  EXPECT_EQ(wide.method, zl::CiMethod::t);
+  EXPECT_NEAR(wide.lo, 0.4 - 0.024841, 1e-5);
+  EXPECT_NEAR(wide.hi, 0.4 + 0.024841, 1e-5);
   EXPECT_EQ(wide.verdict, "supported");
   auto narrow = eval1(one(std::string(kRelative) + "claimed = 0.4\ntolerance = 0.01\n"), in);
   EXPECT_EQ(narrow.verdict, "inconclusive");
@@ -416,6 +416,15 @@ TEST(Claims, ResultsFileRoundTrip) {
   EXPECT_EQ(back.rows(), specs.size());
   EXPECT_NE(back.find("verdict"), nullptr);
   EXPECT_NE(back.find("ci_lo"), nullptr);
+  for (const char* column : {"method", "t_lo", "boot_hi", "bca_lo", "p_support", "verdict_holm", "seeds_needed"})
+    EXPECT_NE(back.find(column), nullptr) << column;
+  // The per-seed values behind every row, for a notebook to redo any interval.
+  zl::write_table(results, "claims_seeds", zl::claim_seeds_table(table));
+  auto seeds = zl::h5::File::open(results, false).dataset("claims_seeds").read_table();
+  ASSERT_EQ(seeds.rows(), 3u);  // S000-throughput's three seeds; every other row has none
+  const auto& values = std::get<std::vector<double>>(*seeds.find("value"));
+  EXPECT_NEAR(values[0], 138.0 / 101 - 1, 1e-12);
+  EXPECT_EQ(std::get<std::vector<int64_t>>(*seeds.find("seed"))[2], 3);
   fs::remove_all(dir);
 }
 

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "sim/config.h"
 #include "sim/study_file.h"
 
@@ -83,6 +85,21 @@ TEST(Config, OverrideFixesASweptKey) {
   auto runs = s.expand();
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_EQ(runs[0].seed, 7);
+}
+
+TEST(Config, ACommaListOverrideSweepsTheKey) {
+  // More seeds for a study from the command line (what `claims --plan` prints).
+  auto s = parse_study("[grid]\nseed = 1,2,3\ndecode.temperature = 0.5, 1.0\n", "g.ini", {{"seed", "1,2,3,4,5"}});
+  auto runs = s.expand();
+  ASSERT_EQ(runs.size(), 5u * 2u);
+  std::set<int64_t> seeds;
+  for (const auto& r : runs) seeds.insert(r.seed);
+  EXPECT_EQ(seeds, (std::set<int64_t>{1, 2, 3, 4, 5}));
+  auto unswept = parse_study("train.steps = 100\n", "g.ini", {{"decode.temperature", "0.3,0.6"}});
+  EXPECT_EQ(unswept.expand().size(), 2u);
+  EXPECT_DOUBLE_EQ(unswept.single().decode.temperature, 0.3);
+  auto bad = message_of([] { parse_study("", "g.ini", {{"seed", "1,x"}}); });
+  EXPECT_NE(bad.find("command line: seed"), std::string::npos) << bad;
 }
 
 TEST(Config, IdentityIgnoresOutputAndSharesTrainingAcrossDecodeSettings) {

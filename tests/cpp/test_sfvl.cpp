@@ -217,9 +217,25 @@ TEST(ResampleRates, DefinitionsOnAHandMadeLog) {
   EXPECT_DOUBLE_EQ(by[0].trigger_rate, 2.0 / 3);
   EXPECT_DOUBLE_EQ(by[1].trigger_rate, 3.0 / 5);
   EXPECT_DOUBLE_EQ(by[1].equiv_rate, 0.5);
+  // No self-judged NLLs in this log: that rate is not measured, the judge's is.
+  EXPECT_TRUE(std::isnan(r.equiv_rate_self));
+  // The two judges are kept apart: the run's own LM calls the 1.0 move small.
+  for (auto& e : log) {
+    e.nll_before_self = e.nll_before;
+    e.nll_after_self = std::isnan(e.nll_after) ? NAN : e.nll_before;  // no move at all
+  }
+  auto both = resample_rates(log, 0.5);
+  EXPECT_DOUBLE_EQ(both.equiv_rate, 2.0 / 4);
+  EXPECT_DOUBLE_EQ(both.equiv_rate_self, 3.0 / 4);  // every same-verdict re-sample
+  // Without the judge's NLLs (judge off) its rate is not measured, the self-judged one is.
+  for (auto& e : log) e.nll_before = e.nll_after = NAN;
+  auto self_only = resample_rates(log, 0.5);
+  EXPECT_TRUE(std::isnan(self_only.equiv_rate));
+  EXPECT_DOUBLE_EQ(self_only.equiv_rate_self, 3.0 / 4);
   // Without a checker verdict equivalence and fixes are not measured.
   for (auto& e : log) e.violation_after = -1;
-  EXPECT_TRUE(std::isnan(resample_rates(log, 0.5).equiv_rate));
+  EXPECT_TRUE(std::isnan(resample_rates(log, 0.5).equiv_rate_self));
+  EXPECT_TRUE(std::isnan(resample_rates(log, 0.5).fix_rate));
 }
 
 TEST(VerifyHook, DecodingThroughTheHookNeverKeepsARejectedToken) {

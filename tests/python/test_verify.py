@@ -1,6 +1,7 @@
 """sfvl and speculative sampling end to end: a smoke-sized study of baseline,
 sfvl and speculative runs writes every re-sampling and cost metric, the event
-log and the by-context table, and the re-sampling notebook reads them."""
+log and the by-context table, and the re-sampling notebook reads them. The
+study has the independent judge on: trained once, shared by every run."""
 import os
 import subprocess
 
@@ -12,11 +13,15 @@ import pytest
 from conftest import ROOT, zerolayer_bin
 from test_notebooks import execute
 
-SFVL_METRICS = ["trigger_rate", "resample_same_rate", "resample_equiv_rate", "resample_fix_rate",
+SFVL_METRICS = ["trigger_rate", "resample_same_rate", "resample_equiv_rate", "resample_equiv_rate_self",
+                "resample_fix_rate",
                 "trigger_rate_short", "trigger_rate_long", "trigger_rate_ood", "verifier_params", "verifier_auroc",
                 "verifier_ece", "verifier_auroc_ood", "verifier_time_share", "verifier_flops_share",
                 "flops_verifier", "checks_per_token", "decode_tok_s"]
 SPEC_METRICS = ["spec_acceptance_rate", "spec_tokens_per_target_step", "draft_params", "flops_draft"]
+# A judge above 4x the smoke model (2 x 32): 2 x 96, briefly trained.
+JUDGE = ["--judge.enabled", "on", "--judge.layers", "2", "--judge.dim", "96", "--judge.heads", "2",
+         "--judge.steps", "60"]
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +34,7 @@ def verify_results(tmp_path_factory):
     study = d / "verify.ini"
     study.write_text(text)
     proc = subprocess.run([zerolayer_bin(), "ablate", str(study), "--output.dir", str(d / "out"),
-                           "--data.eval_corpus", "licenses", "--seed", "1"],
+                           "--data.eval_corpus", "licenses", "--seed", "1", *JUDGE],
                           capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return str(d / "out" / "results.h5")
@@ -80,3 +85,38 @@ def test_event_log_and_context_table(verify_results):
 def test_resampling_notebook_reads_the_event_log(verify_results, tmp_path):
     proc = execute("resampling", verify_results, tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_one_judge_trained_once_and_shared_by_every_run(verify_results):
+    df = index(verify_results)
+    assert (df["judge_reused"] == 0).sum() == 1, "the first run trains the judge"
+    assert (df["judge_reused"] == 1).sum() == len(df) - 1, "every later run loads it"
+    assert df["judge_val_loss"].nunique() == 1 and np.isfinite(df["judge_val_loss"]).all()
+    assert (df["judge_params"] >= 4 * df["params"]).all()
+    assert np.isfinite(df["judge_nll"]).all() and (df["judge_nll"] > 0).all()
+    # Two checkpoints: the three variants' shared language model, and the judge.
+    ckpts = os.listdir(os.path.join(os.path.dirname(verify_results), "checkpoints"))
+    assert len(ckpts) == 2 and df["train_id"].iloc[0] in ckpts
+    with h5py.File(verify_results, "r") as f:
+        items = pd.DataFrame(f["runs"][df["run_id"].iloc[0]]["eval/items"][:])
+    assert np.isfinite(items["judge_nll"]).any()
+
+
+def test_resamples_are_judged_by_the_judge_and_by_the_run_itself(verify_results):
+    df = index(verify_results).set_index("variant")
+    with h5py.File(verify_results, "r") as f:
+        events = pd.DataFrame(f["runs"][df.loc["sfvl", "run_id"]]["decode/events"][:])
+    resolved = events[(events["pass"] == b"quality") & (events["replacement"] >= 0) & (events["resampled"] == 1)]
+    assert len(resolved) > 0
+    for col in ["nll_before", "nll_after", "nll_before_self", "nll_after_self"]:
+        assert np.isfinite(resolved[col]).all(), col
+    # Two different models score the same spans: their NLLs differ.
+    assert not np.allclose(resolved["nll_before"], resolved["nll_before_self"])
+
+
+def test_a_judge_smaller_than_four_times_the_model_is_refused(tmp_path):
+    proc = subprocess.run([zerolayer_bin(), "train", "ablations/smoke.ini", "--output.dir", str(tmp_path),
+                           "--judge.enabled", "on", "--judge.layers", "1", "--judge.dim", "32", "--judge.heads", "2"],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode != 0
+    assert "judge.dim" in proc.stderr + proc.stdout and "4x" in proc.stderr + proc.stdout
