@@ -734,38 +734,47 @@ Table claim_seeds_table(const std::vector<ClaimResult>& results) {
 }
 
 std::string format_plan(const std::vector<ClaimResult>& results, const std::string& study, double power) {
+  // Beyond this many seeds more seeds is not the answer: a larger effect (a bigger model, a longer run) is.
+  constexpr int64_t kPlanCap = 64;
   std::ostringstream out;
-  int64_t most = 0;
   char line[256];
-  for (const auto& r : results) {
-    if (r.seeds_needed <= 0) continue;
-    if (most == 0) {
-      std::snprintf(line, sizeof line, "%-28s %6s %7s  %s\n", "inconclusive claim", "seeds", "needed", "boundary to exclude");
-      out << line;
-    }
-    const double b = nearest_boundary(*r.spec, r.value);
-    std::snprintf(line, sizeof line, "%-28s %6d %7lld  %s (mean %s, sd over seeds %s)\n", r.spec->id.c_str(), r.seeds,
-                  static_cast<long long>(r.seeds_needed), fmt(b).c_str(), fmt(r.value).c_str(), fmt(r.sd).c_str());
+  std::vector<const ClaimResult*> rows;
+  for (const auto& r : results)
+    if (r.seeds_needed > 0) rows.push_back(&r);
+  if (rows.empty()) return "no inconclusive claim with 2 or more seeds: nothing to plan\n";
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const ClaimResult* a, const ClaimResult* b) { return a->seeds_needed < b->seeds_needed; });
+  std::snprintf(line, sizeof line, "%-28s %6s %7s  %s\n", "inconclusive claim", "seeds", "needed",
+                "boundary to exclude (observed mean, sd over seeds)");
+  out << line;
+  int64_t most = 0;
+  for (const ClaimResult* r : rows) {
+    std::snprintf(line, sizeof line, "%-28s %6d %7lld  %s (%s, %s)\n", r->spec->id.c_str(), r->seeds,
+                  static_cast<long long>(r->seeds_needed), fmt(nearest_boundary(*r->spec, r->value)).c_str(),
+                  fmt(r->value).c_str(), fmt(r->sd).c_str());
     out << line;
-    most = std::max(most, r.seeds_needed);
+    if (r->seeds_needed <= kPlanCap) most = std::max(most, r->seeds_needed);
   }
-  if (most == 0) return "no inconclusive claim with 2 or more seeds: nothing to plan\n";
   std::snprintf(line, sizeof line,
                 "seeds needed: a power estimate (%.0f%% chance that a t interval excludes the boundary if the\n"
                 "observed mean and spread were the truth), not a promise.\n",
                 100 * power);
   out << line;
-  constexpr int64_t kPlanCap = 64;  // beyond this, more seeds is not the answer: a bigger effect or model is
-  const int64_t n = std::min(most, kPlanCap);
+  if (most == 0) {
+    out << "every row needs more than " << kPlanCap
+        << " seeds: decide them with a larger effect (a bigger model, longer training), not more seeds\n";
+    return out.str();
+  }
   std::string seeds = "1";
-  for (int64_t s = 2; s <= n; ++s) seeds += "," + std::to_string(s);
-  out << "\nto run them (complete runs are kept; only the new seeds run):\n  zerolayer ablate " << study << " --seed "
-      << seeds << "\n";
+  for (int64_t s = 2; s <= most; ++s) seeds += "," + std::to_string(s);
+  out << "\nto run " << most << " seeds (complete runs are kept; only the new seeds run):\n  zerolayer ablate " << study
+      << " --seed " << seeds << "\n";
   out << "on a cluster, one slice per task, then merge:\n  zerolayer ablate " << study << " --seed " << seeds
       << " --shard i/N   # i = 0..N-1\n  zerolayer merge OUTPUT_DIR\n";
-  if (most > kPlanCap)
-    out << "(" << most << " seeds for the hardest row; the plan stops at " << kPlanCap
-        << ": rows needing more are decided by a larger effect, not by seeds)\n";
+  for (const ClaimResult* r : rows)
+    if (r->seeds_needed > kPlanCap)
+      out << r->spec->id << " would need " << r->seeds_needed << " seeds: beyond " << kPlanCap
+          << ", decide it with a larger effect (a bigger model, longer training), not more seeds\n";
   return out.str();
 }
 

@@ -15,6 +15,7 @@
 #include "sim/claims_calibration.h"
 #include "sim/decode_bench.h"
 #include "sim/generate.h"
+#include "sim/h5.h"
 #include "sim/config.h"
 #include "sim/decoder.h"
 #include "sim/provenance.h"
@@ -163,7 +164,8 @@ int cmd_generate(int argc, char** argv) {
 // The study a results file came from, for --plan: the file named after
 // `ablate` in its recorded command line ("STUDY" when it was not an ablate).
 std::string study_of(const std::string& results) {
-  std::istringstream in(read_provenance(results).command_line);
+  h5::File file = h5::File::open(results, false);
+  std::istringstream in(file.has_attr("command_line") ? file.attr_string("command_line") : "");
   for (std::string word; in >> word;)
     if (word == "ablate" && in >> word) return word;
   return "STUDY";

@@ -20,6 +20,7 @@ from .results import (  # noqa: E402
     bootstrap_ci,
     check_results_file,
     checkpoint_dir,
+    load_claim_seeds,
     load_claims,
     load_configs,
     load_curve,
@@ -45,6 +46,6 @@ def __getattr__(name):
 
 
 __all__ = list(_NATIVE) + [
-    "bootstrap_ci", "check_results_file", "checkpoint_dir", "load_claims", "load_configs", "load_curve", "load_events",
-    "load_index", "load_table", "pareto_front", "settings", "summarize",
+    "bootstrap_ci", "check_results_file", "checkpoint_dir", "load_claim_seeds", "load_claims", "load_configs",
+    "load_curve", "load_events", "load_index", "load_table", "pareto_front", "settings", "summarize",
 ]

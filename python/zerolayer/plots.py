@@ -1,5 +1,6 @@
 """The standard plots (matplotlib): quality against throughput with interval
-whiskers and the Pareto front; re-sampling rates by context length."""
+whiskers and the Pareto front; re-sampling rates by context length; the claims
+table's per-seed values and intervals against each claimed region."""
 import numpy as np
 
 from .results import pareto_front
@@ -63,3 +64,214 @@ def rates_by_context_plot(events, bins=8, by="variant", column="resampled", ax=N
     if len(rates):
         ax.legend(fontsize=8)
     return ax
+
+
+# The claims table (docs/results_schema.md, /claims and /claims_seeds): verdict colours, and the intervals
+# drawn per row: (method name in /claims "method", low and high columns, legend label, colour, offset in rows).
+VERDICT_COLORS = {"supported": "tab:green", "refuted": "tab:red", "inconclusive": "tab:orange"}
+_INTERVALS = (("t", "t_lo", "t_hi", "Student-t 95%", "tab:blue", -0.22),
+              ("percentile", "boot_lo", "boot_hi", "percentile bootstrap 95%", "tab:purple", 0.22),
+              ("bca", "bca_lo", "bca_hi", "BCa bootstrap 95% (verdict's)", "tab:brown", 0.0))
+_THIN, _THICK = 1.2, 3.4
+
+
+def _claim_groups(claims):
+    """Splits the claims with a finite value into those with a two-sided region of positive width (drawn on
+    the region's scale) and the others (one-sided: on their own scale); the rest have no value."""
+    value, lo, hi = (claims[c].astype(float) for c in ("value", "region_lo", "region_hi"))
+    has_value = np.isfinite(value)
+    two_sided = has_value & np.isfinite(lo) & np.isfinite(hi) & (hi > lo)
+    return claims[two_sided], claims[has_value & ~two_sided], claims[~has_value]
+
+
+def _per_seed(seeds):
+    """{claim id: array of per-seed values} from a /claims_seeds frame (None or empty: no dots)."""
+    if seeds is None or len(seeds) == 0:
+        return {}
+    return {cid: g["value"].to_numpy(float) for cid, g in seeds.groupby("id", sort=False)}
+
+
+def _intervals(row):
+    """[(name, lo, hi, label, colour, offset, is the verdict's)] of a claims row with finite bounds. A file
+    from before the per-method columns has only ci_lo/ci_hi: that interval alone, unnamed."""
+    method = getattr(row, "method", None)
+    if method is None or not hasattr(row, "t_lo"):
+        return [("ci", row.ci_lo, row.ci_hi, "95% interval (file without per-method intervals)", "0.35", 0.0,
+                 True)]
+    out = []
+    for name, lo, hi, label, colour, offset in _INTERVALS:
+        lo, hi = float(getattr(row, lo, np.nan)), float(getattr(row, hi, np.nan))
+        # BCa only when the verdict used it: at 3-5 seeds it is NaN or left out to keep rows readable.
+        if np.isfinite(lo) and np.isfinite(hi) and (name != "bca" or method == "bca"):
+            out.append((name, lo, hi, label, colour, offset, name == method))
+    return out
+
+
+def _draw_claim(ax, y, row, values, scale):
+    """One claim at height y: per-seed dots and the mean marker (coloured by verdict) on the row, the
+    intervals as bars above and below it, the verdict's one thick. `scale` maps raw values to the x axis."""
+    for name, lo, hi, _, colour, offset, chosen in _intervals(row):
+        if np.isfinite(lo) and np.isfinite(hi):
+            ax.plot(scale(np.array([lo, hi])), [y + offset] * 2, color=colour, lw=_THICK if chosen else _THIN,
+                    solid_capstyle="butt", marker="|", ms=5 if chosen else 4, mew=1, zorder=2,
+                    alpha=0.75 if chosen else 1.0, gid=f"interval:{name}")
+    if len(values):
+        ax.plot(scale(values), np.full(len(values), float(y)), "o", ms=3, color="0.2", alpha=0.7, mew=0,
+                zorder=3, gid="seeds")
+    ax.plot(scale(np.array([float(row.value)])), [y], "D", ms=5.5, mec="black", mew=0.6, zorder=4,
+            color=VERDICT_COLORS.get(row.verdict, "0.6"), gid="mean")
+
+
+def _legend_handles(drawn):
+    """Legend entries for what was drawn: `drawn` holds the interval names, "seeds" when a per-seed dot was,
+    and "verdict:<verdict>" per verdict shown."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+    handles = []
+    if "seeds" in drawn:
+        handles.append(Line2D([], [], ls="", marker="o", ms=3, color="0.2", label="per-seed value"))
+    handles.append(Line2D([], [], ls="", marker="D", ms=5.5, mec="black", mew=0.6, color="white",
+                          label="mean (filled by verdict)"))
+    for name, _, _, label, colour, _ in _INTERVALS + (("ci", 0, 0, "95% interval", "0.35", 0),):
+        if name in drawn:
+            handles.append(Line2D([], [], color=colour, lw=_THIN if name in ("t", "percentile") else _THICK,
+                                  marker="|", label=label))
+    if {"t", "percentile"} & drawn:
+        handles.append(Line2D([], [], color="0.4", lw=_THICK, alpha=0.75, label="thick: the verdict's interval"))
+    handles.append(Patch(color="tab:green", alpha=0.12, label="claimed region"))
+    handles += [Patch(color=c, label=v) for v, c in VERDICT_COLORS.items() if f"verdict:{v}" in drawn]
+    # An untestable row can still carry a value (what it would be): grey, like any other verdict.
+    handles += [Patch(color="0.6", label=d[8:]) for d in sorted(drawn)
+                if d.startswith("verdict:") and d[8:] not in VERDICT_COLORS]
+    return handles
+
+
+def _verdict_note(row):
+    """The right-margin text of a row: verdict, Holm verdict where it differs, n and method, seeds to decide."""
+    text = str(row.verdict)
+    holm = getattr(row, "verdict_holm", "")
+    if isinstance(holm, str) and holm and holm != row.verdict:
+        text += f" (Holm: {holm})"
+    n, method = getattr(row, "seeds", None), getattr(row, "method", "")
+    if n is not None:
+        text += f"   n={int(n)}" + (f", {method}" if isinstance(method, str) and method else "")
+    needed = getattr(row, "seeds_needed", 0)
+    if np.isfinite(float(needed)) and int(needed) > 0:
+        text += f"; ~{int(needed)} seeds to decide"
+    return text
+
+
+def claim_seeds_plot(claims, seeds, ax=None):
+    """Every claim with a value and a two-sided claimed region, one row each on the region's scale (the
+    region mapped to [-1, 1], shaded; symmetric-log beyond ±2 so far misses stay on the axis): its per-seed
+    values (`seeds`, the /claims_seeds frame: id, seed, value; None or empty: no dots), the mean coloured by
+    verdict, the Student-t and percentile bootstrap intervals as thin bars above and below, the verdict's
+    interval thick. Verdict, Holm verdict, n, method and seeds needed are written beside each row.
+    One-sided claims go to `claim_one_sided_plot`; both are named in the title with the claims without a
+    value. A /claims table without the per-method columns (older files) gets its ci_lo/ci_hi alone.
+    Returns the axes; each drawn artist has a gid ("interval:t", "interval:percentile", "seeds", "mean")."""
+    import textwrap
+
+    import matplotlib.pyplot as plt
+    from matplotlib.transforms import blended_transform_factory, offset_copy
+    two_sided, one_sided, no_value = _claim_groups(claims)
+    if ax is None:
+        ax = plt.subplots(figsize=(10, 0.3 * len(two_sided) + 2.4), layout="constrained")[1]
+    per_seed = _per_seed(seeds)
+    drawn, extent = set(), [-1.0, 1.0]
+    for y, row in enumerate(two_sided.itertuples(index=False)):
+        centre, half = (row.region_lo + row.region_hi) / 2, (row.region_hi - row.region_lo) / 2
+
+        def scale(x):
+            return (np.asarray(x, float) - centre) / half
+        values = per_seed.get(row.id, np.array([]))
+        _draw_claim(ax, y, row, values, scale)
+        drawn |= {i[0] for i in _intervals(row)} | {f"verdict:{row.verdict}"}
+        drawn |= {"seeds"} if len(values) else set()
+        xs = scale(np.concatenate([values, [row.value], [i[1] for i in _intervals(row)],
+                                   [i[2] for i in _intervals(row)]]))
+        extent = [min(extent[0], np.nanmin(xs)), max(extent[1], np.nanmax(xs))]
+    ax.axvspan(-1, 1, color="tab:green", alpha=0.12, lw=0, zorder=0)
+    for x in (-1, 1):
+        ax.axvline(x, color="tab:green", lw=0.8, alpha=0.6, zorder=1)
+    ax.axvline(0, color="0.5", lw=0.6, ls=":", zorder=1)
+    ax.set_xscale("symlog", linthresh=2, linscale=1.2)
+    forward = ax.xaxis.get_transform()  # a margin of 4% of the drawn width on either side
+    lo, hi = forward.transform(np.array(extent))
+    ax.set_xlim(*forward.inverted().transform(np.array([lo - 0.04 * (hi - lo), hi + 0.04 * (hi - lo)])))
+    ticks = [t for t in (-1000, -100, -10, -2, -1, 0, 1, 2, 10, 100, 1000)
+             if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+    ax.xaxis.set_minor_locator(plt.NullLocator())
+    ax.grid(axis="x", color="0.9", lw=0.6, zorder=0)
+    ax.set_ylim(len(two_sided) - 0.4, -0.6)  # first claim on top
+    ax.set_yticks(range(len(two_sided)), two_sided["id"], fontsize=8)
+    for label, verdict in zip(ax.get_yticklabels(), two_sided["verdict"]):
+        label.set_color(VERDICT_COLORS.get(verdict, "0.35"))
+    margin = blended_transform_factory(ax.transAxes, ax.transData)
+    for y, row in enumerate(two_sided.itertuples(index=False)):
+        ax.text(1.01, y, _verdict_note(row), transform=margin, va="center", fontsize=7.5,
+                color=VERDICT_COLORS.get(row.verdict, "0.35"))
+    ax.set_xlabel("measured, in units of the claimed region: its bounds at -1 and +1 (linear within ±2, "
+                  "logarithmic beyond)", fontsize=8.5)
+    notes = []
+    if len(one_sided):
+        notes.append("one-sided, on their own scale in claim_one_sided_plot: " + ", ".join(one_sided["id"]))
+    if 0 < len(no_value) <= 6:
+        notes.append("no value: " + ", ".join(f"{i} ({v})" for i, v in zip(no_value["id"], no_value["verdict"])))
+    elif len(no_value):
+        counts = no_value["verdict"].value_counts()
+        notes.append("no value (see the table): " + ", ".join(f"{n} {v}" for v, n in counts.items()))
+    title = "claims: per-seed values and 95% intervals against the claimed region"
+    if not len(two_sided):
+        title += "\n(no claim with a two-sided region has a measured value here)"
+    ax.set_title("\n".join([title] + [textwrap.fill(n, 130) for n in notes]), fontsize=9, loc="left")
+    handles = _legend_handles(drawn)  # in two rows
+    ax.legend(handles=handles, loc="upper center", ncol=-(-len(handles) // 2), fontsize=7.5, frameon=False,
+              bbox_to_anchor=(0.5, 0), bbox_transform=offset_copy(ax.transAxes, ax.figure, y=-30, units="points"))
+    return ax
+
+
+def claim_one_sided_plot(claims, seeds, ncols=3):
+    """The claims with a value whose region is one-sided (an infinite bound; or of zero width), as small
+    multiples on their own scale, marked like `claim_seeds_plot`: the claimed side shaded from the bound.
+    Returns the figure, or None when there is no such claim."""
+    import matplotlib.pyplot as plt
+    _, rows, _ = _claim_groups(claims)
+    if not len(rows):
+        return None
+    ncols = min(ncols, len(rows))
+    nrows = -(-len(rows) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.4 * ncols, 1.45 * nrows + 0.7), layout="constrained",
+                             squeeze=False)
+    per_seed = _per_seed(seeds)
+    drawn = set()
+    for ax, row in zip(axes.flat, rows.itertuples(index=False)):
+        values = per_seed.get(row.id, np.array([]))
+        _draw_claim(ax, 0, row, values, lambda x: np.asarray(x, float))
+        drawn |= {i[0] for i in _intervals(row)} | {f"verdict:{row.verdict}"}
+        drawn |= {"seeds"} if len(values) else set()
+        xs = np.concatenate([values, [row.value], [b for i in _intervals(row) for b in i[1:3]]])
+        bounds = [b for b in (row.region_lo, row.region_hi) if np.isfinite(b)]
+        lo, hi = np.nanmin(np.concatenate([xs, bounds])), np.nanmax(np.concatenate([xs, bounds]))
+        pad = 0.12 * (hi - lo) if hi > lo else max(abs(hi), 1.0) * 0.1
+        ax.set_xlim(lo - pad, hi + pad)
+        ax.axvspan(max(row.region_lo, lo - pad), min(row.region_hi, hi + pad), color="tab:green", alpha=0.12,
+                   lw=0, zorder=0)
+        for b in bounds:
+            ax.axvline(b, color="tab:green", lw=0.8, alpha=0.6, zorder=1)
+        ax.set_ylim(0.6, -0.6)
+        ax.set_yticks([])
+        ax.tick_params(axis="x", labelsize=7.5)
+        lo_ok, hi_ok = np.isfinite(row.region_lo), np.isfinite(row.region_hi)
+        claimed = (f"{row.region_lo:g} .. {row.region_hi:g}" if lo_ok and hi_ok else f"at most {row.region_hi:g}"
+                   if hi_ok else f"at least {row.region_lo:g}" if lo_ok else "any value")
+        ax.set_title(f"{row.id}: claimed {claimed}\n{_verdict_note(row)}", fontsize=8,
+                     color=VERDICT_COLORS.get(row.verdict, "0.35"))
+    for ax in list(axes.flat)[len(rows):]:
+        ax.set_visible(False)
+    fig.suptitle("one-sided claims, on their own scale (marks as in the two-sided plot)", fontsize=9)
+    handles = _legend_handles(drawn)
+    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0), ncol=-(-len(handles) // 2),
+               fontsize=7.5, frameon=False)
+    return fig

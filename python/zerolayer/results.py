@@ -14,8 +14,13 @@ from zerolayer_results.schema import _decode_frame
 # sfvl's per-token event log, /runs/<id>/decode/events (issue 6).
 EVENT_COLUMNS = ("item", "position", "context_len", "proposed", "score", "resampled", "replacement",
                  "violation_before", "violation_after")
+# /claims and /claims_seeds, written by `zerolayer claims` (docs/results_schema.md). Files from before
+# the per-method intervals have the columns up to "note" only.
 CLAIM_COLUMNS = ("id", "source", "claim", "metric", "comparison", "treatment", "control", "claimed",
-                 "region_lo", "region_hi", "value", "ci_lo", "ci_hi", "seeds", "verdict", "note")
+                 "region_lo", "region_hi", "value", "ci_lo", "ci_hi", "seeds", "verdict", "note",
+                 "method", "t_lo", "t_hi", "boot_lo", "boot_hi", "bca_lo", "bca_hi", "p_support", "p_refute",
+                 "verdict_holm", "seeds_needed")
+CLAIM_SEED_COLUMNS = ("id", "seed", "value")
 
 
 def _text(value):
@@ -102,6 +107,16 @@ def load_claims(path):
         node = f.get("claims")
         if not isinstance(node, h5py.Dataset):
             return pd.DataFrame(columns=list(CLAIM_COLUMNS))
+        return _decode_frame(pd.DataFrame(node[:]))
+
+
+def load_claim_seeds(path):
+    """The /claims_seeds table written beside /claims: one row per claim and seed that gave
+    a value (id, seed, value); empty (with its columns) in a file without it."""
+    with h5py.File(path, "r") as f:
+        node = f.get("claims_seeds")
+        if not isinstance(node, h5py.Dataset):
+            return pd.DataFrame(columns=list(CLAIM_SEED_COLUMNS))
         return _decode_frame(pd.DataFrame(node[:]))
 
 

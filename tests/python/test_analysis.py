@@ -4,13 +4,15 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import h5py
 import numpy as np
 import pandas as pd
 import pytest
 
 from zerolayer import plots
-from zerolayer.results import (EVENT_COLUMNS, bootstrap_ci, load_claims, load_configs, load_events, load_index,
-                               pareto_front, parse_config, settings, summarize)
+from zerolayer.results import (CLAIM_COLUMNS, EVENT_COLUMNS, bootstrap_ci, load_claim_seeds, load_claims,
+                               load_configs, load_events, load_index, pareto_front, parse_config, settings,
+                               summarize)
 
 
 def test_loaders_on_the_smoke_results(smoke_results):
@@ -76,3 +78,143 @@ def test_plots_draw_with_missing_values():
     assert len(ax.containers) == 2  # two errorbar points
     ax = plots.rates_by_context_plot(pd.DataFrame(columns=["variant", "context_len", "resampled"]))
     assert "no decode/events" in ax.get_title()
+
+
+def write_table(f, name, columns):
+    """A compound table as sim/h5.cpp writes one: text as fixed-length, null-padded UTF-8 strings as wide as
+    the longest value (at least 1 byte), numbers as int64 or float64."""
+    fields, data = [], {}
+    for col, values in columns.items():
+        if isinstance(values[0], str):
+            data[col] = [v.encode() for v in values]
+            fields.append((col, h5py.string_dtype("utf-8", max(1, *map(len, data[col])))))
+        else:
+            data[col] = values
+            fields.append((col, "<i8" if isinstance(values[0], (int, np.integer)) else "<f8"))
+    table = np.zeros(len(next(iter(columns.values()))), dtype=fields)
+    for col in columns:
+        table[col] = data[col]
+    f.create_dataset(name, data=table)
+
+
+NAN = float("nan")
+# Six claims: three two-sided with 3 seeds (inconclusive, refuted, supported; t intervals computed from the
+# per-seed values, percentile ones inside their range), one two-sided from a single seed (no interval), one
+# one-sided, one untestable without a value.
+CLAIMS = {
+    "id": ["S000-throughput", "S000-kv", "S000-lookup", "S000-share", "S002-quality", "S002-memory"],
+    "source": ["seed 000 §1", "seed 000 §3.2", "seed 000 §2.2", "seed 000 §2.1", "seed 002 §4", "seed 002 §5"],
+    "claim": ["throughput +37%", "KV -58%", "lookup 89 ns", "loop 11.7% of compute", "quality does not fall",
+              "memory -13%"],
+    "metric": ["decode_tok_s", "kv_bytes_per_token", "oet_lookup_ns", "flops_correction / flops_per_token",
+               "violation_rate", "peak_rss_bytes"],
+    "comparison": ["relative", "relative", "value", "value", "relative", "relative"],
+    "treatment": ["variant=oet"] * 4 + ["variant=fused", "variant=fused"],
+    "control": ["variant=sfcl", "variant=sfcl", "", "", "variant=sfvl", "variant=sfvl"],
+    "claimed": ["0.37 ± 0.10", "-0.58 ± 0.10", "89 (within x3)", "0.117 ± 0.03", "at most 0.05", "-0.132 ± 0.05"],
+    "region_lo": [0.27, -0.68, 89 / 3, 0.087, -np.inf, -0.182],
+    "region_hi": [0.47, -0.48, 267.0, 0.147, 0.05, -0.082],
+    "value": [0.38333333, 0.0, 228.0, 0.0175, 0.26, NAN],
+    "ci_lo": [0.19360418, 0.0, 208.12689831, NAN, 0.11095174, NAN],
+    "ci_hi": [0.57306249, 0.0, 247.87310169, NAN, 0.40904826, NAN],
+    "seeds": [3, 3, 3, 1, 3, 0],
+    "verdict": ["inconclusive", "refuted", "supported", "inconclusive", "refuted", "untestable"],
+    "note": ["", "", "", "one seed", "", "peak RSS is the runtime at this scale"],
+    "method": ["t", "t", "t", "t", "t", ""],
+    "t_lo": [0.19360418, 0.0, 208.12689831, NAN, 0.11095174, NAN],
+    "t_hi": [0.57306249, 0.0, 247.87310169, NAN, 0.40904826, NAN],
+    "boot_lo": [0.31666667, 0.0, 222.66666667, NAN, 0.22, NAN],
+    "boot_hi": [0.43333333, 0.0, 233.33333333, NAN, 0.30, NAN],
+    "bca_lo": [NAN] * 6,
+    "bca_hi": [NAN] * 6,
+    "p_support": [0.31, 0.9999, 0.0004, NAN, 0.99, NAN],
+    "p_refute": [0.45, 0.0001, 0.9996, NAN, 0.012, NAN],
+    "verdict_holm": ["inconclusive", "refuted", "supported", "inconclusive", "inconclusive", "untestable"],
+    "seeds_needed": [9, 0, 0, 0, 0, 0],
+}
+SEEDS = {"S000-throughput": [0.30, 0.40, 0.45], "S000-kv": [0.0, 0.0, 0.0], "S000-lookup": [220.0, 228.0, 236.0],
+         "S000-share": [0.0175], "S002-quality": [0.20, 0.26, 0.32]}
+
+
+@pytest.fixture
+def claims_file(tmp_path):
+    """A results file's /claims and /claims_seeds (nothing else: the loaders and plots read only these)."""
+    path = str(tmp_path / "claims.h5")
+    with h5py.File(path, "w") as f:
+        write_table(f, "claims", CLAIMS)
+        rows = [(cid, seed, v) for cid, values in SEEDS.items() for seed, v in enumerate(values, start=1)]
+        write_table(f, "claims_seeds", {"id": [r[0] for r in rows], "seed": [r[1] for r in rows],
+                                        "value": [r[2] for r in rows]})
+    return path
+
+
+def test_load_claim_seeds_and_the_new_claims_columns(claims_file, tmp_path):
+    seeds = load_claim_seeds(claims_file)
+    assert list(seeds.columns) == ["id", "seed", "value"] and len(seeds) == 13
+    assert seeds["seed"].dtype == np.int64 and seeds["value"].dtype == np.float64
+    thr = seeds[seeds["id"] == "S000-throughput"]  # text decoded to str
+    assert list(thr["seed"]) == [1, 2, 3] and list(thr["value"]) == [0.30, 0.40, 0.45]
+    claims = load_claims(claims_file).set_index("id")
+    assert list(claims.reset_index().columns) == list(CLAIM_COLUMNS)
+    assert claims.at["S000-throughput", "source"] == "seed 000 §1" and claims.at["S000-lookup", "method"] == "t"
+    assert claims.at["S002-quality", "verdict_holm"] == "inconclusive" and claims.at["S002-memory", "method"] == ""
+    assert claims.at["S000-throughput", "seeds_needed"] == 9 and np.isnan(claims.at["S000-kv", "bca_lo"])
+    empty = str(tmp_path / "none.h5")  # a file before `zerolayer claims`: empty frames with every column
+    h5py.File(empty, "w").close()
+    assert len(load_claim_seeds(empty)) == 0 and list(load_claim_seeds(empty).columns) == ["id", "seed", "value"]
+    assert list(load_claims(empty).columns) == list(CLAIM_COLUMNS)
+
+
+def _gid_lines(ax, gid):
+    return [line for line in ax.get_lines() if line.get_gid() == gid]
+
+
+def test_claim_seeds_plot_draws_both_intervals_per_seed(claims_file):
+    import matplotlib.pyplot as plt
+    claims, seeds = load_claims(claims_file), load_claim_seeds(claims_file)
+    ax = plots.claim_seeds_plot(claims, seeds)
+    # The two-sided claims with a value, in table order; the one-sided and the valueless are named instead.
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["S000-throughput", "S000-kv", "S000-lookup",
+                                                            "S000-share"]
+    title = ax.get_title(loc="left")
+    assert "S002-quality" in title and "S002-memory (untestable)" in title
+    t_bars, boot_bars = _gid_lines(ax, "interval:t"), _gid_lines(ax, "interval:percentile")
+    assert len(t_bars) == len(boot_bars) == 3  # the single-seed row has neither
+    # On the region's scale: S000-throughput's region 0.27..0.47 is [-1, 1], its t interval below the row
+    # (y < 0 with the first row at 0, drawn on top), the percentile one above it; t is the verdict's: thicker.
+    np.testing.assert_allclose(t_bars[0].get_xdata(), [(0.19360418 - 0.37) / 0.1, (0.57306249 - 0.37) / 0.1])
+    np.testing.assert_allclose(boot_bars[0].get_xdata(), [(0.31666667 - 0.37) / 0.1, (0.43333333 - 0.37) / 0.1])
+    assert t_bars[0].get_ydata()[0] < 0 < boot_bars[0].get_ydata()[0]
+    assert t_bars[0].get_linewidth() > boot_bars[0].get_linewidth()
+    dots = _gid_lines(ax, "seeds")
+    assert sum(len(d.get_xdata()) for d in dots) == 10  # 3 + 3 + 3 + 1 seeds
+    np.testing.assert_allclose(dots[0].get_xdata(), [-0.7, 0.3, 0.8])
+    assert [m.get_color() for m in _gid_lines(ax, "mean")][:3] == ["tab:orange", "tab:red", "tab:green"]
+    ax.figure.canvas.draw()  # the legend sits below the axes, outside them
+    legend = ax.get_legend()
+    assert legend.get_window_extent().y1 < ax.get_window_extent().y0
+    assert {"Student-t 95%", "percentile bootstrap 95%"} <= {t.get_text() for t in legend.get_texts()}
+    plt.close(ax.figure)
+
+    fig = plots.claim_one_sided_plot(claims, seeds)
+    shown = [a for a in fig.axes if a.get_visible()]
+    assert len(shown) == 1 and shown[0].get_title().startswith("S002-quality: claimed at most 0.05")
+    assert len(_gid_lines(shown[0], "interval:t")) == len(_gid_lines(shown[0], "interval:percentile")) == 1
+    plt.close(fig)
+    assert plots.claim_one_sided_plot(claims[claims["id"] != "S002-quality"], seeds) is None
+
+
+def test_claim_seeds_plot_on_a_file_from_before_the_per_method_intervals(tmp_path):
+    import matplotlib.pyplot as plt
+    path = str(tmp_path / "old.h5")
+    with h5py.File(path, "w") as f:
+        write_table(f, "claims", {k: v for k, v in CLAIMS.items() if k in CLAIM_COLUMNS[:16]})
+    claims, seeds = load_claims(path), load_claim_seeds(path)
+    assert "method" not in claims.columns and len(seeds) == 0
+    ax = plots.claim_seeds_plot(claims, seeds)
+    assert len(ax.get_yticklabels()) == 4 and not _gid_lines(ax, "seeds") and not _gid_lines(ax, "interval:t")
+    ci = _gid_lines(ax, "interval:ci")  # ci_lo/ci_hi alone, where the row has them
+    assert len(ci) == 3
+    np.testing.assert_allclose(ci[2].get_xdata(), [(208.12689831 - 148.3333333) / 118.6666667,
+                                                   (247.87310169 - 148.3333333) / 118.6666667])
+    plt.close(ax.figure)

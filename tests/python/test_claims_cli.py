@@ -50,6 +50,37 @@ def test_known_answer_on_a_hand_made_file(zl, tmpdir_zl):
     assert "S000-throughput" in out and "supported" in out
 
 
+def test_small_n_columns_calibration_and_plan(zl, tmpdir_zl):
+    # Three seeds whose relative change scatters (0.30, 0.40, 0.45): the t
+    # interval straddles the claimed region [0.27, 0.47], so the row is
+    # inconclusive, and the plan says how many seeds would decide it.
+    path = os.path.join(tmpdir_zl, "three.h5")
+    rows = []
+    for seed, change in ((1, 0.30), (2, 0.40), (3, 0.45)):
+        rows.append((f"sfcl{seed}", "sfcl", seed, 100.0, 0.30))
+        rows.append((f"oet{seed}", "oet", seed, 100.0 * (1 + change), 0.30))
+    write_results(path, rows)
+    out = zl("claims", path, "--calibrate", "--plan").stdout
+    claims = load_claims(path).set_index("id")
+    thr = claims.loc["S000-throughput"]
+    assert thr["method"] == "t" and thr["seeds"] == 3
+    assert thr["verdict"] == "inconclusive" and thr["verdict_holm"] == "inconclusive"
+    np.testing.assert_allclose([thr["ci_lo"], thr["ci_hi"]], [thr["t_lo"], thr["t_hi"]])
+    assert thr["boot_lo"] >= 0.30 - 1e-9 and thr["boot_hi"] <= 0.45 + 1e-9  # the bootstrap: within the range
+    assert thr["t_lo"] < 0.27 < 0.47 < thr["t_hi"]
+    assert thr["seeds_needed"] > 3
+    assert "coverage" in out and "<- verdicts at this n" in out  # --calibrate
+    assert f"--seed 1,2,3,4" in out and "power estimate" in out  # --plan
+    with h5py.File(path, "r") as f:
+        seeds = f["claims_seeds"][:]
+    mine = seeds[seeds["id"] == b"S000-throughput"]
+    np.testing.assert_allclose(sorted(mine["value"]), [0.30, 0.40, 0.45], atol=1e-12)
+    # --family none drops the Holm column; a bad choice is named.
+    assert "Holm" not in zl("claims", path, "--family", "none", "--no-write").stdout.splitlines()[0]
+    proc = zl("claims", path, "--method", "wald", "--no-write", check=False)
+    assert proc.returncode != 0 and "wald" in proc.stderr and "percentile" in proc.stderr
+
+
 def test_smoke_results_every_claim_named(zl, smoke_results, tmpdir_zl):
     path = os.path.join(tmpdir_zl, "smoke.h5")
     shutil.copy(smoke_results, path)

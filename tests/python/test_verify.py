@@ -94,9 +94,18 @@ def test_one_judge_trained_once_and_shared_by_every_run(verify_results):
     assert df["judge_val_loss"].nunique() == 1 and np.isfinite(df["judge_val_loss"]).all()
     assert (df["judge_params"] >= 4 * df["params"]).all()
     assert np.isfinite(df["judge_nll"]).all() and (df["judge_nll"] > 0).all()
-    # Two checkpoints: the three variants' shared language model, and the judge.
-    ckpts = os.listdir(os.path.join(os.path.dirname(verify_results), "checkpoints"))
-    assert len(ckpts) == 2 and df["train_id"].iloc[0] in ckpts
+    # One judge checkpoint (its model section has the judge's width), trained to its 60 steps, beside the
+    # language model the three variants share (and the speculative draft's).
+    root = os.path.join(os.path.dirname(verify_results), "checkpoints")
+    judges = []
+    for name in os.listdir(root):
+        with open(os.path.join(root, name, "config.ini")) as f:
+            model = f.read().split("[model]")[1].split("[")[0]
+        if "dim = 96" in model:
+            judges.append(name)
+    assert len(judges) == 1 and judges[0] not in set(df["train_id"])
+    with open(os.path.join(root, judges[0], "state.ini")) as f:
+        assert "step=60\ncomplete=1" in f.read()
     with h5py.File(verify_results, "r") as f:
         items = pd.DataFrame(f["runs"][df["run_id"].iloc[0]]["eval/items"][:])
     assert np.isfinite(items["judge_nll"]).any()
