@@ -1,9 +1,5 @@
 #include "sim/checkpoint.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -48,17 +44,14 @@ std::vector<T> split_numbers(const std::string& s) {
 
 }  // namespace
 
-CheckpointDir::CheckpointDir(std::string path) : path_(std::move(path)) { fs::create_directories(path_); }
-
-CheckpointDir::~CheckpointDir() {
-  if (lock_fd_ >= 0) ::close(lock_fd_);  // closing releases the flock
+CheckpointDir::CheckpointDir(std::string path)
+    : path_(std::move(path)), lock_((fs::path(path_) / "lock").string()) {
+  fs::create_directories(path_);
 }
 
-void CheckpointDir::lock() {
-  if (lock_fd_ >= 0) return;
-  lock_fd_ = ::open((fs::path(path_) / "lock").c_str(), O_CREAT | O_RDWR, 0644);
-  if (lock_fd_ < 0 || ::flock(lock_fd_, LOCK_EX) != 0) throw std::runtime_error(path_ + "/lock: cannot lock");
-}
+CheckpointDir::~CheckpointDir() = default;
+
+void CheckpointDir::lock() { lock_.lock(); }
 
 bool CheckpointDir::exists() const { return fs::exists(fs::path(path_) / "state.ini"); }
 

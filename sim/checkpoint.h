@@ -10,6 +10,7 @@
 #include <string>
 
 #include "models/transformer.h"
+#include "sim/file_lock.h"
 #include "sim/results.h"
 
 namespace zl {
@@ -40,7 +41,7 @@ class CheckpointDir {
 
  private:
   std::string path_;
-  int lock_fd_ = -1;
+  FileLock lock_;
 };
 
 // Loads a model saved by a checkpoint directory (for `zerolayer generate`):

@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "sim/file_lock.h"
 #include "sim/h5.h"
 
 namespace zl {
@@ -409,6 +410,10 @@ std::vector<IndexRow> read_index(const std::string& path) {
 size_t merge_shards(const std::string& dir, const std::string& out_path, const Provenance& prov) {
   const fs::path runs_dir = fs::path(dir) / "runs";
   if (!fs::is_directory(runs_dir)) throw std::runtime_error("no shard directory '" + runs_dir.string() + "'");
+  // One merge at a time per folder (two studies finishing together, a manual
+  // merge beside them): they would write one results file's .tmp at once.
+  FileLock merging((fs::path(dir) / "locks" / "merge.lock").string());
+  merging.lock();
 
   // Read and check every shard before writing anything.
   struct Entry {

@@ -9,6 +9,7 @@
 #include <c10/util/Exception.h>
 
 #include "sim/claims.h"
+#include "sim/file_lock.h"
 #include "sim/progress.h"
 #include "sim/provenance.h"
 #include "sim/results.h"
@@ -23,6 +24,10 @@ namespace {
 
 std::string shard_path(const RunConfig& cfg) {
   return (fs::path(cfg.output.dir) / "runs" / (run_id(cfg) + ".h5")).string();
+}
+
+std::string run_lock_path(const RunConfig& cfg) {
+  return (fs::path(cfg.output.dir) / "locks" / (run_id(cfg) + ".lock")).string();
 }
 
 // "complete", "failed", "missing", or "corrupt: <why>".
@@ -74,14 +79,19 @@ int run_study(const Study& study, const StudyOptions& opt) {
     return 0;
   }
 
+  // Two processes on one folder (two `ablate`s, shards that overlap) share
+  // the work: a run is claimed by a lock (output.dir/locks/<run_id>.lock)
+  // before it starts; a run another process holds is left to it and waited
+  // for at the end. A lock whose holder died is free again (sim/file_lock.h),
+  // so a run it left unfinished is run here then.
   int failures = 0;
   const bool verbose = study.base.output.verbosity > 0;
   Progress progress("study " + study.name, static_cast<int64_t>(mine.size()), verbose);
-  for (size_t i = 0; i < mine.size(); ++i) {
+  auto run_one = [&](size_t i) {
     const RunConfig& c = mine[i];
     const std::string path = shard_path(c);
     const std::string status = shard_status(path);
-    if (status == "complete") continue;
+    if (status == "complete") return;
     if (status.rfind("corrupt", 0) == 0) {
       std::fprintf(stderr, "%s: %s; running it again\n", path.c_str(), status.c_str());
       ++failures;
@@ -103,7 +113,28 @@ int run_study(const Study& study, const StudyOptions& opt) {
     if (record.status != "complete") ++failures;
     write_shard(path, collect_provenance(opt.command_line, c.train.threads > 0 ? c.train.threads : hardware_threads()),
                 record);
+  };
+  std::vector<size_t> elsewhere;  // runs another process holds
+  for (size_t i = 0; i < mine.size(); ++i) {
+    if (shard_status(shard_path(mine[i])) == "complete") continue;
+    FileLock claim(run_lock_path(mine[i]));
+    if (!claim.try_lock()) {
+      elsewhere.push_back(i);
+      continue;
+    }
+    run_one(i);  // re-reads the status: the holder before us may have just finished it
     progress.update(static_cast<int64_t>(i + 1));
+  }
+  for (size_t i : elsewhere) {
+    FileLock claim(run_lock_path(mine[i]));
+    if (!claim.try_lock()) {
+      progress.finish();
+      if (verbose)
+        std::fprintf(stderr, "waiting for run %s, held by %s (%s)\n", run_id(mine[i]).c_str(), claim.holder().c_str(),
+                     claim.path().c_str());
+      claim.lock();
+    }
+    run_one(i);  // nothing to do if its holder completed it
   }
   progress.finish();
 

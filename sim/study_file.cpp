@@ -74,6 +74,10 @@ Study parse_study(const std::string& text, const std::string& path, const Overri
     std::string key = (grid || zip) ? l.key : dotted(l.section, l.key);
     if (!find_key(key)) throw ConfigError(l.origin.str(key) + ": unknown key");
     if (!grid && !zip) {
+      // A key set twice is a mistake (which one was meant?), never "the last wins".
+      if (auto first = s.origins.find(key); first != s.origins.end())
+        throw ConfigError(l.origin.str(key) + ": given twice (first at " + first->second.file + ":" +
+                          std::to_string(first->second.line) + ")");
       set_key(s.base, key, l.value, l.origin);
       s.origins[key] = l.origin;
       continue;

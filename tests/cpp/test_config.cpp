@@ -87,6 +87,15 @@ TEST(Config, OverrideFixesASweptKey) {
   EXPECT_EQ(runs[0].seed, 7);
 }
 
+TEST(Config, AKeyGivenTwiceIsAnErrorNamingBothLines) {
+  auto msg = message_of([] { parse_study("[model]\nlayers = 2\ndim = 64\nlayers = 3\n", "d.ini", {}); });
+  EXPECT_NE(msg.find("d.ini:4: model.layers: given twice (first at d.ini:2)"), std::string::npos) << msg;
+  // The same key in two spellings of one section counts too; overrides are not duplicates.
+  auto top = message_of([] { parse_study("variant = sfvl\n[model]\nlayers = 2\n[model]\nlayers = 2\n", "t.ini", {}); });
+  EXPECT_NE(top.find("t.ini:5: model.layers: given twice"), std::string::npos) << top;
+  EXPECT_EQ(parse_study("[model]\nlayers = 2\n", "o.ini", {{"model.layers", "3"}}).single().model.layers, 3);
+}
+
 TEST(Config, ACommaListOverrideSweepsTheKey) {
   // More seeds for a study from the command line (what `claims --plan` prints).
   auto s = parse_study("[grid]\nseed = 1,2,3\ndecode.temperature = 0.5, 1.0\n", "g.ini", {{"seed", "1,2,3,4,5"}});
