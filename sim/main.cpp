@@ -21,6 +21,7 @@
 #include "sim/provenance.h"
 #include "sim/results.h"
 #include "sim/runtime.h"
+#include "sim/stop.h"
 #include "sim/study.h"
 
 namespace po = boost::program_options;
@@ -98,6 +99,7 @@ int cmd_study(const std::string& cmd, int argc, char** argv, const std::string& 
         so.shard_index < 0 || so.shard_index >= so.shard_count)
       throw std::runtime_error("--shard: expected i/n with 0 <= i < n, got '" + s + "'");
   }
+  install_stop_handlers();  // SIGTERM / SIGINT: stop at the next safe point (sim/stop.h)
   return run_study(study, so);
 }
 

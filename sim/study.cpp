@@ -16,6 +16,7 @@
 #include "sim/run.h"
 #include "sim/runtime.h"
 #include "sim/stats.h"
+#include "sim/stop.h"
 
 namespace zl {
 namespace fs = std::filesystem;
@@ -101,6 +102,8 @@ int run_study(const Study& study, const StudyOptions& opt) {
     RunRecord record;
     try {
       record = execute_run(c);
+    } catch (const StopRequested&) {
+      throw;  // not a failure of the run: no shard, and the study stops (below)
     } catch (const c10::Error& e) {
       record = failed_run(c, e.what_without_backtrace());
       std::fprintf(stderr, "run %s failed: %s\n", record.run_id.c_str(), record.error.c_str());
@@ -114,27 +117,41 @@ int run_study(const Study& study, const StudyOptions& opt) {
     write_shard(path, collect_provenance(opt.command_line, c.train.threads > 0 ? c.train.threads : hardware_threads()),
                 record);
   };
-  std::vector<size_t> elsewhere;  // runs another process holds
-  for (size_t i = 0; i < mine.size(); ++i) {
-    if (shard_status(shard_path(mine[i])) == "complete") continue;
-    FileLock claim(run_lock_path(mine[i]));
-    if (!claim.try_lock()) {
-      elsewhere.push_back(i);
-      continue;
+  auto run_all = [&]() {
+    std::vector<size_t> elsewhere;  // runs another process holds
+    for (size_t i = 0; i < mine.size(); ++i) {
+      throw_if_stop_requested("before run " + run_id(mine[i]));
+      if (shard_status(shard_path(mine[i])) == "complete") continue;
+      FileLock claim(run_lock_path(mine[i]));
+      if (!claim.try_lock()) {
+        elsewhere.push_back(i);
+        continue;
+      }
+      run_one(i);  // re-reads the status: the holder before us may have just finished it
+      progress.update(static_cast<int64_t>(i + 1));
     }
-    run_one(i);  // re-reads the status: the holder before us may have just finished it
-    progress.update(static_cast<int64_t>(i + 1));
-  }
-  for (size_t i : elsewhere) {
-    FileLock claim(run_lock_path(mine[i]));
-    if (!claim.try_lock()) {
-      progress.finish();
-      if (verbose)
-        std::fprintf(stderr, "waiting for run %s, held by %s (%s)\n", run_id(mine[i]).c_str(), claim.holder().c_str(),
-                     claim.path().c_str());
-      claim.lock();
+    for (size_t i : elsewhere) {
+      FileLock claim(run_lock_path(mine[i]));
+      if (!claim.try_lock()) {
+        progress.finish();
+        if (verbose)
+          std::fprintf(stderr, "waiting for run %s, held by %s (%s)\n", run_id(mine[i]).c_str(),
+                       claim.holder().c_str(), claim.path().c_str());
+        claim.lock();
+      }
+      throw_if_stop_requested("before run " + run_id(mine[i]));
+      run_one(i);  // nothing to do if its holder completed it
     }
-    run_one(i);  // nothing to do if its holder completed it
+  };
+  try {
+    run_all();
+  } catch (const StopRequested& e) {
+    progress.finish();
+    std::fprintf(stderr,
+                 "stopped by %s. Complete runs are kept; run the same command again to resume (training resumes "
+                 "from its last checkpoint).\n",
+                 e.what());
+    return 128 + stop_signal();
   }
   progress.finish();
 

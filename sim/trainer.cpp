@@ -6,6 +6,7 @@
 
 #include "sim/progress.h"
 #include "sim/runtime.h"
+#include "sim/stop.h"
 
 namespace zl {
 namespace fs = std::filesystem;
@@ -121,8 +122,14 @@ TrainOutcome train_model(const RunConfig& cfg, Transformer& model, const Dataset
       s.curves["train/val_loss"].value.push_back(v);
     }
     s.complete = last;
-    if (s.step % t.checkpoint_every == 0 || last) save();
+    const bool stopping = stop_requested() && !last;
+    if (s.step % t.checkpoint_every == 0 || last || stopping) save();
     progress.update(s.step, "loss " + std::to_string(loss_value).substr(0, 6));
+    if (stopping) {
+      progress.finish();
+      throw_if_stop_requested("at training step " + std::to_string(s.step) + " of " + train_id(cfg) +
+                              " (checkpoint saved)");
+    }
   }
   progress.finish();
   model->eval();
