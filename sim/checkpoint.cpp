@@ -4,20 +4,19 @@
 #include <fstream>
 #include <sstream>
 
+#include "sim/atomic_file.h"
+
 namespace zl {
 namespace fs = std::filesystem;
 
 namespace {
 
-void write_atomic(const fs::path& path, const std::string& text) {
-  auto tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << text;
-    if (!out) throw std::runtime_error(tmp.string() + ": cannot write");
-  }
-  fs::rename(tmp, path);
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read '" + path + "'");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
 }
 
 std::string join(const std::vector<int64_t>& v) {
@@ -103,15 +102,11 @@ void CheckpointDir::save(const CheckpointState& s, Transformer& model, torch::op
   // them, is renamed into place last.
   auto model_file = dir / ("model-" + std::to_string(s.step) + ".pt");
   auto optim_file = dir / ("optim-" + std::to_string(s.step) + ".pt");
-  torch::save(model, model_file.string() + ".tmp");
-  fs::rename(model_file.string() + ".tmp", model_file);
-  if (optim && !s.complete) {
-    torch::save(*optim, optim_file.string() + ".tmp");
-    fs::rename(optim_file.string() + ".tmp", optim_file);
-  }
-  write_atomic(dir / "config.ini", config_ini);
+  write_file_atomically(model_file.string(), torch_bytes(model));
+  if (optim && !s.complete) write_file_atomically(optim_file.string(), torch_bytes(*optim));
+  write_file_atomically((dir / "config.ini").string(), config_ini);
   if (!tokenizer_model.empty() && !fs::exists(dir / "tokenizer.model"))
-    fs::copy_file(tokenizer_model, dir / "tokenizer.model", fs::copy_options::overwrite_existing);
+    write_file_atomically((dir / "tokenizer.model").string(), read_bytes(tokenizer_model));
 
   std::ostringstream st;
   st.precision(17);
@@ -119,7 +114,7 @@ void CheckpointDir::save(const CheckpointState& s, Transformer& model, torch::op
      << "\ntimed_tokens=" << s.timed_tokens << "\n";
   for (const auto& [name, c] : s.curves)
     st << "curve." << name << ".step=" << join(c.step) << "\ncurve." << name << ".value=" << join(c.value) << "\n";
-  write_atomic(dir / "state.ini", st.str());
+  write_file_atomically((dir / "state.ini").string(), st.str());
 
   // Older step files are now unreferenced.
   for (const auto& e : fs::directory_iterator(dir)) {

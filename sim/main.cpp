@@ -1,6 +1,7 @@
 // The zerolayer command line: train | ablate | merge | claims | generate | info.
 #include <boost/program_options.hpp>
 
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -269,6 +270,9 @@ int main(int argc, char** argv) {
     std::cout << kUsage;
     return argc < 2 ? 2 : 0;
   }
+  // Past a file-size limit (ulimit -f) a write then fails with EFBIG and the
+  // run reports it, as on a full disk, instead of the process dying of SIGXFSZ.
+  std::signal(SIGXFSZ, SIG_IGN);
   const std::string cmd = argv[1];
   const std::string command_line = join_args(argc, argv);
   try {

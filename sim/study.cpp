@@ -94,8 +94,11 @@ int run_study(const Study& study, const StudyOptions& opt) {
     const std::string status = shard_status(path);
     if (status == "complete") return;
     if (status.rfind("corrupt", 0) == 0) {
-      std::fprintf(stderr, "%s: %s; running it again\n", path.c_str(), status.c_str());
-      ++failures;
+      // Set aside, not deleted: whatever damaged it, the file is evidence.
+      const std::string aside = path + ".corrupt";
+      fs::rename(path, aside);
+      std::fprintf(stderr, "%s: %s; set aside as %s, running the run again\n", path.c_str(), status.c_str(),
+                   aside.c_str());
     }
     progress.finish();
     if (verbose) std::fprintf(stderr, "[%zu/%zu] %s %s\n", i + 1, mine.size(), run_id(c).c_str(), describe(c, keys).c_str());

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "models/sampling.h"
+#include "sim/atomic_file.h"
 
 namespace zl {
 namespace fs = std::filesystem;
@@ -160,8 +161,7 @@ Verifier load_or_train_verifier(const RunConfig& cfg, Transformer& lm, const Dat
     auto windows = make_verifier_windows(lm, ds.train.tokens, 256 * 32, W, P, T, seed * 1000 + 1);
     Verifier fresh = train_verifier(v->cfg, windows, cfg.verify.train_steps, seed);
     report.train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    torch::save(fresh, file + ".tmp");
-    fs::rename(file + ".tmp", file);  // atomic: a concurrent shard sees all or nothing
+    write_file_atomically(file, torch_bytes(fresh));  // a concurrent shard sees all or nothing
     v = fresh;
   }
 

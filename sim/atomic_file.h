@@ -1,0 +1,26 @@
+// Files published whole or not at all: the bytes go to a temporary file of
+// this process's own (two processes publishing one file never share it), are
+// checked written and synced, and are renamed over the path. A failed write
+// (a full disk, a file-size limit) throws an error naming the file and the
+// reason, and leaves the old file and no temporary behind.
+#pragma once
+#include <sstream>
+#include <string>
+
+#include <torch/serialize.h>
+
+namespace zl {
+
+void write_file_atomically(const std::string& path, const std::string& bytes);
+
+// What torch::save would write to a file, as bytes in memory: LibTorch's
+// file writer reports a failed write by throwing from its destructor, which
+// ends the process; in memory nothing fails, and the write is ours to check.
+template <class T>
+std::string torch_bytes(const T& value) {
+  std::ostringstream out;
+  torch::save(value, out);
+  return out.str();
+}
+
+}  // namespace zl

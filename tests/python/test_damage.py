@@ -1,0 +1,72 @@
+"""Issue 16, damage: a full disk (here a real file-size limit, RLIMIT_FSIZE,
+which fails writes with EFBIG as a full disk fails them with ENOSPC) fails
+the run with an error naming the file and the reason, leaves every earlier
+result intact and no temporary file, and the study completes when run again;
+a truncated or garbage shard is named, set aside and its run redone, never
+merged."""
+import hashlib
+import os
+import resource
+import subprocess
+
+from conftest import ROOT, zerolayer_bin
+from zerolayer.results import load_index
+
+ARGS = ["--train.steps", "40", "--train.eval_every", "20", "--train.checkpoint_every", "20",
+        "--train.threads", "1", "--decode.repeats", "1"]
+
+
+def ablate(out, seeds, limit=None):
+    def cap():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return subprocess.run([zerolayer_bin(), "ablate", "ablations/smoke.ini", "--output.dir", out, *ARGS,
+                           "--seed", seeds], capture_output=True, text=True, cwd=ROOT, timeout=600,
+                          preexec_fn=cap if limit else None)
+
+
+def digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def test_a_write_past_the_limit_fails_the_run_cleanly_and_keeps_earlier_results(tmpdir_zl):
+    out = os.path.join(tmpdir_zl, "full")
+    first = ablate(out, "1")
+    assert first.returncode == 0, first.stderr[-2000:]
+    (shard,) = os.listdir(os.path.join(out, "runs"))
+    before = {p: digest(os.path.join(out, p)) for p in (f"runs/{shard}", "results.h5")}
+
+    # 100 KB: the new model's checkpoint (about 170 KB) cannot be written.
+    full = ablate(out, "1,2", limit=100 * 1024)
+    assert full.returncode == 1, full.stderr[-2000:]
+    assert "cannot write" in full.stderr and "File too large" in full.stderr and "model-" in full.stderr
+    assert digest(os.path.join(out, f"runs/{shard}")) == before[f"runs/{shard}"]
+    stray = [os.path.join(d, f) for d, _, files in os.walk(out) for f in files if ".tmp" in f]
+    assert not stray, stray
+
+    again = ablate(out, "1,2")
+    assert again.returncode == 0, again.stderr[-2000:]
+    index = load_index(os.path.join(out, "results.h5"))
+    assert len(index) == 2 and (index["status"] == "complete").all()
+    assert digest(os.path.join(out, f"runs/{shard}")) == before[f"runs/{shard}"]  # kept, not redone
+
+
+def test_a_damaged_shard_is_named_set_aside_and_its_run_redone(tmpdir_zl):
+    out = os.path.join(tmpdir_zl, "damaged")
+    assert ablate(out, "1,2").returncode == 0
+    runs = os.path.join(out, "runs")
+    truncated, garbage = sorted(os.listdir(runs))
+    with open(os.path.join(runs, truncated), "r+b") as f:
+        f.truncate(os.path.getsize(f.name) // 2)
+    with open(os.path.join(runs, garbage), "wb") as f:
+        f.write(b"not an HDF5 file\n" * 100)
+    # `merge` never merges a damaged shard in silence: it names it and fails.
+    merge = subprocess.run([zerolayer_bin(), "merge", out], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert merge.returncode != 0 and (truncated in merge.stderr or garbage in merge.stderr), merge.stderr
+    again = ablate(out, "1,2")
+    assert again.returncode == 0, again.stderr[-2000:]
+    for name in (truncated, garbage):
+        assert f"{name}: corrupt" in again.stderr and f"set aside as {os.path.join(runs, name)}.corrupt" in again.stderr
+        assert os.path.exists(os.path.join(runs, name + ".corrupt"))
+    index = load_index(os.path.join(out, "results.h5"))
+    assert len(index) == 2 and (index["status"] == "complete").all()
