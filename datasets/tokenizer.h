@@ -33,6 +33,12 @@ class Tokenizer {
   virtual std::string model_path() const { return ""; }
 };
 
+// The byte offset of the first byte of `text` that is not part of valid
+// UTF-8 (overlong forms, surrogates and code points past U+10FFFF are
+// invalid), or std::string::npos when it is all valid. SentencePiece would
+// silently map such bytes to <unk>; callers that take text from a user say so.
+size_t first_invalid_utf8(const std::string& text);
+
 // 256 byte ids + eos (256) = 257.
 std::unique_ptr<Tokenizer> make_byte_tokenizer();
 

@@ -150,14 +150,26 @@ int cmd_generate(int argc, char** argv) {
     std::cout << opts << "\n";
     return vm.count("help") ? 0 : 2;
   }
-  Generator gen(vm["checkpoint"].as<std::string>());
   GenerateOptions opt;
   opt.max_new_tokens = vm["max-new-tokens"].as<int64_t>();
   opt.temperature = vm["temperature"].as<double>();
   opt.top_k = vm["top-k"].as<int64_t>();
   opt.top_p = vm["top-p"].as<double>();
   opt.seed = static_cast<uint64_t>(vm["seed"].as<int64_t>());
-  auto prompt = gen.tokenizer().encode(vm["prompt"].as<std::string>());
+  // The ranges of the decode.* keys these flags stand for (sim/config.cpp).
+  if (opt.max_new_tokens < 1) throw ConfigError("--max-new-tokens: must be at least 1");
+  if (!(opt.temperature >= 0 && opt.temperature <= 100)) throw ConfigError("--temperature: must be in [0, 100]");
+  if (opt.top_k < 0) throw ConfigError("--top-k: must be at least 0 (0 = off)");
+  if (!(opt.top_p > 0 && opt.top_p <= 1)) throw ConfigError("--top-p: must be in (0, 1] (1 = off)");
+  const std::string text = vm["prompt"].as<std::string>();
+  if (size_t bad = first_invalid_utf8(text); bad != std::string::npos)
+    throw ConfigError("--prompt: not valid UTF-8 (byte " + std::to_string(bad) + " of " + std::to_string(text.size()) +
+                      ")");
+  Generator gen(vm["checkpoint"].as<std::string>());
+  auto prompt = gen.tokenizer().encode(text);
+  if (static_cast<int64_t>(prompt.size()) >= gen.context())
+    throw ConfigError("--prompt: " + std::to_string(prompt.size()) + " tokens, but the model's context is " +
+                      std::to_string(gen.context()) + " (leave room for at least one new token)");
   if (prompt.empty()) prompt.push_back(gen.tokenizer().eos_id());  // start of a document
   if (vm.count("logits-out")) write_logits(gen, prompt, vm["logits-out"].as<std::string>());
   std::cout << vm["prompt"].as<std::string>() << gen.tokenizer().decode(gen.generate(prompt, opt)) << "\n";

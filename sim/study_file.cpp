@@ -19,6 +19,14 @@ struct Line {
   Origin origin;
 };
 
+// The study's own sections, and every section a config key lives in.
+bool known_section(const std::string& section) {
+  if (section == "study" || section == "grid" || section == "zip" || section.rfind("zip.", 0) == 0) return true;
+  for (const auto& k : config_keys())
+    if (k.name.rfind(section + ".", 0) == 0) return true;
+  return false;
+}
+
 // INI lines with their origin; comments start with # or ; at line start.
 std::vector<Line> read_lines(const std::string& text, const std::string& path) {
   std::vector<Line> out;
@@ -33,6 +41,9 @@ std::vector<Line> read_lines(const std::string& text, const std::string& path) {
     if (line.front() == '[') {
       if (line.back() != ']') throw ConfigError(path + ":" + std::to_string(n) + ": malformed section header '" + line + "'");
       section = trim(line.substr(1, line.size() - 2));
+      if (!known_section(section))
+        throw ConfigError(path + ":" + std::to_string(n) + ": unknown section [" + section +
+                          "] (sections: study, grid, zip.NAME, and those of the config keys: model, data, train, ...)");
       continue;
     }
     auto eq = line.find('=');

@@ -96,6 +96,12 @@ TEST(Config, AKeyGivenTwiceIsAnErrorNamingBothLines) {
   EXPECT_EQ(parse_study("[model]\nlayers = 2\n", "o.ini", {{"model.layers", "3"}}).single().model.layers, 3);
 }
 
+TEST(Config, AnUnknownSectionIsAnErrorEvenWhenEmpty) {
+  auto msg = message_of([] { parse_study("[model]\nlayers = 2\n[modle]\n", "s.ini", {}); });
+  EXPECT_NE(msg.find("s.ini:3: unknown section [modle]"), std::string::npos) << msg;
+  EXPECT_NO_THROW(parse_study("[study]\nname = x\n[judge]\n[zip.arms]\n", "s.ini", {}));
+}
+
 TEST(Config, ACommaListOverrideSweepsTheKey) {
   // More seeds for a study from the command line (what `claims --plan` prints).
   auto s = parse_study("[grid]\nseed = 1,2,3\ndecode.temperature = 0.5, 1.0\n", "g.ini", {{"seed", "1,2,3,4,5"}});

@@ -424,3 +424,18 @@ TEST(Corpus, SystemLicensesAreFoundDeterministically) {
   opt.license_roots = {"/nonexistent-a", "/nonexistent-b"};
   EXPECT_THROW(zl::load_corpus(opt, 0), std::runtime_error);
 }
+
+namespace {
+
+TEST(Utf8, FirstInvalidByteIsFound) {
+  EXPECT_EQ(zl::first_invalid_utf8("plain ascii"), std::string::npos);
+  EXPECT_EQ(zl::first_invalid_utf8("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"), std::string::npos);  // é € 😀
+  EXPECT_EQ(zl::first_invalid_utf8("abc\xff def"), 3u);            // never valid
+  EXPECT_EQ(zl::first_invalid_utf8("ab\x80"), 2u);                  // a lone continuation byte
+  EXPECT_EQ(zl::first_invalid_utf8("a\xc3"), 1u);                   // cut short
+  EXPECT_EQ(zl::first_invalid_utf8("a\xc0\xaf"), 1u);               // overlong '/'
+  EXPECT_EQ(zl::first_invalid_utf8("a\xed\xa0\x80"), 1u);           // a UTF-16 surrogate
+  EXPECT_EQ(zl::first_invalid_utf8("a\xf4\x90\x80\x80"), 1u);       // past U+10FFFF
+}
+
+}  // namespace

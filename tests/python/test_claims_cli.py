@@ -3,11 +3,12 @@ lacks; on a hand-made results file (h5py, the documented schema) it gives the
 known answer; bad input gets a clear error."""
 import os
 import shutil
+import subprocess
 
 import h5py
 import numpy as np
 
-from conftest import ROOT
+from conftest import ROOT, zerolayer_bin
 from zerolayer.results import load_claims
 
 INDEX_DTYPE = [("run_id", "S16"), ("train_id", "S16"), ("variant", "S16"), ("seed", "<i8"), ("status", "S16"),
@@ -113,3 +114,21 @@ def test_bad_input_is_named(zl, tmpdir_zl, smoke_results):
     proc = zl("claims", foreign, check=False)
     assert proc.returncode != 0 and "not a zerolayer results file" in proc.stderr
     assert "--registry" in zl("claims", "--help").stdout
+
+
+def test_generate_names_a_bad_flag_or_prompt(zl, smoke_results):
+    ckpts = os.path.join(os.path.dirname(smoke_results), "checkpoints")
+    ckpt = os.path.join(ckpts, sorted(os.listdir(ckpts))[0])
+    for args, named in [(["--temperature", "-1"], "--temperature"), (["--top-p", "0"], "--top-p"),
+                        (["--top-p", "1.5"], "--top-p"), (["--top-k", "-3"], "--top-k"),
+                        (["--max-new-tokens", "0"], "--max-new-tokens"),
+                        (["--prompt", "word " * 400], "the model's context is 64")]:
+        proc = zl("generate", ckpt, *args, check=False)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert named in proc.stderr, (args, proc.stderr)
+    # Raw bytes that are not UTF-8, as a shell passes them.
+    proc = subprocess.run([zerolayer_bin().encode(), b"generate", ckpt.encode(), b"--prompt", b"abc\xff def"],
+                          capture_output=True, cwd=ROOT)
+    assert proc.returncode == 2 and b"--prompt: not valid UTF-8 (byte 3 of 8)" in proc.stderr, proc.stderr
+    ok = zl("generate", ckpt, "--prompt", "The party", "--max-new-tokens", "4")
+    assert ok.stdout.startswith("The party")
