@@ -18,7 +18,13 @@ F symbol(void* lib, const char* name, const std::string& path) {
 SpmLibrary load_library() {
   const char* env = std::getenv("ZL_SPM_MODULE");
   const std::string path = env && *env ? env : ZL_SPM_MODULE;
+#ifdef ZL_SANITIZE
+  // The sanitizers' runtime refuses RTLD_DEEPBIND (it would bypass their
+  // malloc); the module then binds to the process's symbols first.
+  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+#else
   void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+#endif
   if (!lib) throw std::runtime_error("cannot load the SentencePiece module " + path + ": " + dlerror());
   SpmLibrary s;
   s.train = symbol<decltype(s.train)>(lib, "zl_spm_train", path);
