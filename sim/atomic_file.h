@@ -13,6 +13,14 @@ namespace zl {
 
 void write_file_atomically(const std::string& path, const std::string& bytes);
 
+// The temporary a process publishes `path` through: path.tmp.<host>.<pid>.
+std::string temporary_name(const std::string& path, const std::string& host, long pid);
+
+// Removes, under `dir`, the temporaries that processes of this host left
+// when they were killed (their pid is gone); a live process's are kept, and
+// another host's (a shared file system) are never touched. Returns how many.
+int remove_stale_temporaries(const std::string& dir);
+
 // What torch::save would write to a file, as bytes in memory: LibTorch's
 // file writer reports a failed write by throwing from its destructor, which
 // ends the process; in memory nothing fails, and the write is ours to check.

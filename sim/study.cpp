@@ -8,6 +8,7 @@
 
 #include <c10/util/Exception.h>
 
+#include "sim/atomic_file.h"
 #include "sim/claims.h"
 #include "sim/file_lock.h"
 #include "sim/progress.h"
@@ -87,6 +88,8 @@ int run_study(const Study& study, const StudyOptions& opt) {
   // so a run it left unfinished is run here then.
   int failures = 0;
   const bool verbose = study.base.output.verbosity > 0;
+  if (int n = remove_stale_temporaries(dir); n > 0 && verbose)
+    std::fprintf(stderr, "removed %d temporary file(s) that killed processes left under %s\n", n, dir.c_str());
   Progress progress("study " + study.name, static_cast<int64_t>(mine.size()), verbose);
   auto run_one = [&](size_t i) {
     const RunConfig& c = mine[i];

@@ -1,8 +1,11 @@
 // The HDF5 results file (SPEC §5-6, docs/results_schema.md): shard round trip,
 // atomic publish, merge, and the errors that name a bad file.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -14,6 +17,7 @@
 #include <system_error>
 #include <thread>
 
+#include "sim/atomic_file.h"
 #include "sim/h5.h"
 #include "sim/results.h"
 
@@ -515,3 +519,39 @@ TEST(H5, AppendGrowsAnExtendibleDataset) {
   expect_error_naming([&] { zl::h5::File::open(dir / "missing.h5", false); }, dir / "missing.h5");
   expect_error_naming([&] { zl::h5::File::open(path, false).dataset("nope"); }, "open dataset 'nope'");
 }
+
+namespace {
+
+TEST(AtomicFile, PublishesWholeAndSweepsOnlyDeadProcessesTemporaries) {
+  namespace fs = std::filesystem;
+  const char* base = std::getenv("ZL_TEST_TMP");
+  fs::path root = base && *base ? fs::path(base) : fs::path("/tmp");
+  fs::create_directories(root);
+  std::string pattern = (root / "zl_atomic_XXXXXX").string();
+  ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+  const fs::path dir = pattern;
+  const std::string target = (dir / "sub" / "state.ini").string();
+  fs::create_directories(dir / "sub");
+  zl::write_file_atomically(target, "step=3\n");
+  std::ifstream in(target);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "step=3");
+
+  char host[256] = "?";
+  ::gethostname(host, sizeof host - 1);
+  // A dead process's temporary (a pid no process has), a live one's (ours), another host's.
+  long dead = 4194000;
+  while (::kill(static_cast<pid_t>(dead), 0) == 0 || errno != ESRCH) ++dead;
+  const std::string stale = zl::temporary_name(target, host, dead);
+  const std::string live = zl::temporary_name(target, host, ::getpid());
+  const std::string elsewhere = zl::temporary_name(target, "another-host", dead);
+  for (const auto& p : {stale, live, elsewhere}) std::ofstream(p) << "partial";
+  EXPECT_EQ(zl::remove_stale_temporaries(dir.string()), 1);
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(live));
+  EXPECT_TRUE(fs::exists(elsewhere));
+  fs::remove_all(dir);
+}
+
+}  // namespace
