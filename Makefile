@@ -3,7 +3,7 @@ BUILD ?= build
 PY := /usr/bin/python3
 JOBS ?= $(shell nproc)
 
-.PHONY: setup build run test sanitize bench clean
+.PHONY: setup build run test sanitize fuzz bench clean
 
 setup:
 	@scripts/setup
@@ -34,6 +34,20 @@ sanitize: setup
 	cmake --build $(SAN_BUILD) -j $(JOBS) --target zl_tests
 	cd $(SAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ./zl_tests --gtest_brief=1 --gtest_filter=-$(SAN_SKIP)
+
+# libFuzzer on the parsers of user text (tests/fuzz), FUZZ_SECONDS each, from
+# the seed corpora in tests/fuzz/corpus; what they find new stays in
+# $(FUZZ_BUILD)/corpus, a crash in $(FUZZ_BUILD)/crash-* (make it a regression test).
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZERS := study_file claims_registry
+fuzz: setup
+	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZL_FUZZ=ON \
+	  -DZL_BUILD_TESTS=OFF -DZL_BUILD_PYTHON=OFF -DZL_PYTHON=$(PY)
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) $(addprefix --target fuzz_,$(FUZZERS))
+	for f in $(FUZZERS); do mkdir -p $(FUZZ_BUILD)/corpus/$$f && \
+	  $(FUZZ_BUILD)/fuzz_$$f -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -artifact_prefix=$(FUZZ_BUILD)/ \
+	    $(FUZZ_BUILD)/corpus/$$f tests/fuzz/corpus/$$f || exit 1; done
 
 bench: build
 	$(PY) python/bench_train.py --zerolayer $(BUILD)/zerolayer

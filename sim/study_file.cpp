@@ -123,7 +123,8 @@ Study parse_study(const std::string& text, const std::string& path, const Overri
     Origin cli{"command line", 0};
     // A comma list sweeps the key instead (`--seed 1,2,3,4,5`: more seeds for
     // a study; the base takes the first value, for `train`).
-    const auto values = split_list(value);
+    auto values = split_list(value);
+    if (values.empty()) values.push_back("");  // `--key ""`: one empty value, for the key's check to judge
     for (const auto& v : values) set_key(s.base, key, v, cli);
     set_key(s.base, key, values.front(), cli);
     s.origins[key] = cli;

@@ -115,6 +115,11 @@ TEST(Config, ACommaListOverrideSweepsTheKey) {
   EXPECT_DOUBLE_EQ(unswept.single().decode.temperature, 0.3);
   auto bad = message_of([] { parse_study("", "g.ini", {{"seed", "1,x"}}); });
   EXPECT_NE(bad.find("command line: seed"), std::string::npos) << bad;
+  // Found by fuzz_study_file: an empty override read past an empty list.
+  auto empty = message_of([] { parse_study("", "g.ini", {{"seed", ""}}); });
+  EXPECT_NE(empty.find("command line: seed"), std::string::npos) << empty;
+  auto unknown = message_of([] { parse_study("", "g.ini", {{"\xb2eayesr2", ""}}); });
+  EXPECT_NE(unknown.find("unknown key"), std::string::npos) << unknown;
 }
 
 TEST(Config, IdentityIgnoresOutputAndSharesTrainingAcrossDecodeSettings) {
