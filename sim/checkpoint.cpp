@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "sim/atomic_file.h"
+#include "sim/stop.h"
 
 namespace zl {
 namespace fs = std::filesystem;
@@ -50,7 +51,12 @@ CheckpointDir::CheckpointDir(std::string path)
 
 CheckpointDir::~CheckpointDir() = default;
 
-void CheckpointDir::lock() { lock_.lock(); }
+void CheckpointDir::lock() {
+  // Another process trains this model: wait for it, unless asked to stop.
+  lock_.lock([this] {
+    throw_if_stop_requested("while waiting for the checkpoint " + path_ + " (held by " + lock_.holder() + ")");
+  });
+}
 
 bool CheckpointDir::exists() const { return fs::exists(fs::path(path_) / "state.ini"); }
 

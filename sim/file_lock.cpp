@@ -5,11 +5,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 namespace zl {
 namespace fs = std::filesystem;
@@ -45,7 +47,16 @@ bool FileLock::acquire(bool wait) {
 }
 
 bool FileLock::try_lock() { return acquire(false); }
-void FileLock::lock() { acquire(true); }
+void FileLock::lock(const std::function<void()>& between_tries) {
+  if (!between_tries) {
+    acquire(true);
+    return;
+  }
+  while (!acquire(false)) {
+    between_tries();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
 
 void FileLock::unlock() {
   if (fd_ < 0) return;

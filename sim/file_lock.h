@@ -5,6 +5,7 @@
 // there is no stale lock to clean up, only a file. The holder writes who it
 // is ("pid 1234 on host") into the file, for the messages of those who wait.
 #pragma once
+#include <functional>
 #include <string>
 
 namespace zl {
@@ -17,7 +18,9 @@ class FileLock {
   FileLock& operator=(const FileLock&) = delete;
 
   bool try_lock();  // false at once when another process holds it
-  void lock();      // waits
+  // Waits. With `between_tries`, polls every 100 ms and calls it between
+  // tries, so a waiter can give up (it throws) on a stop request.
+  void lock(const std::function<void()>& between_tries = {});
   void unlock();
   bool held() const { return fd_ >= 0; }
 

@@ -143,7 +143,7 @@ int run_study(const Study& study, const StudyOptions& opt) {
         if (verbose)
           std::fprintf(stderr, "waiting for run %s, held by %s (%s)\n", run_id(mine[i]).c_str(),
                        claim.holder().c_str(), claim.path().c_str());
-        claim.lock();
+        claim.lock([&] { throw_if_stop_requested("while waiting for run " + run_id(mine[i])); });
       }
       throw_if_stop_requested("before run " + run_id(mine[i]));
       run_one(i);  // nothing to do if its holder completed it

@@ -5,6 +5,7 @@ when that holder goes away without finishing it (killed), run here."""
 import fcntl
 import os
 import re
+import signal
 import subprocess
 import time
 
@@ -78,3 +79,20 @@ def test_a_run_held_by_another_process_is_waited_for_then_run_if_left_unfinished
     # The lock is free again: nothing is left waiting or held.
     with open(lock_path) as f:
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def test_a_stop_request_ends_the_wait_for_a_held_run(tmpdir_zl):
+    out = os.path.join(tmpdir_zl, "waiting")
+    first = run_ids(out)[0]
+    lock_path = os.path.join(out, "locks", f"{first}.lock")
+    os.makedirs(os.path.dirname(lock_path), exist_ok=True)
+    with open(lock_path, "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        proc = ablate(out)
+        for line in proc.stderr:
+            if "waiting for run" in line:
+                break
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=30)  # at once, not when the holder lets go
+        assert proc.returncode == 128 + signal.SIGTERM, stderr[-2000:]
+        assert f"stopped by SIGTERM while waiting for run {first}" in stderr
