@@ -54,7 +54,8 @@ CheckpointDir::~CheckpointDir() = default;
 void CheckpointDir::lock() {
   // Another process trains this model: wait for it, unless asked to stop.
   lock_.lock([this] {
-    throw_if_stop_requested("while waiting for the checkpoint " + path_ + " (held by " + lock_.holder() + ")");
+    if (stop_requested())  // names the holder then only: not a file read every poll
+      throw_if_stop_requested("while waiting for the checkpoint " + path_ + " (held by " + lock_.holder() + ")");
   });
 }
 

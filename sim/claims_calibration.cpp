@@ -61,14 +61,16 @@ std::vector<double> residual_shape(const std::vector<ClaimResult>& results, int*
 }
 
 Calibration calibrate(const std::vector<ClaimResult>& results, const std::vector<int>& ns, double level,
-                      int studies, bool verdicts, unsigned seed) {
+                      int studies, bool report, unsigned seed) {
   Calibration c;
   c.level = level;
   const std::vector<double> shape = residual_shape(results, &c.shape_rows);
   c.shape_values = shape.size();
   for (int n : ns) {
     const auto on_shape = simulate_coverage(shape, n, level, studies, seed + n);
-    const auto on_normal = simulate_coverage({}, n, level, studies, seed + 1000 + n);
+    // Normal values are a reference for the printed report only; choosing the method needs the shape alone.
+    const auto on_normal = report ? simulate_coverage({}, n, level, studies, seed + 1000 + n)
+                                  : std::vector<CoverageResult>{};
     for (CiMethod m : kMethods) {
       MethodCalibration cell;
       cell.n = n;
@@ -78,7 +80,7 @@ Calibration calibrate(const std::vector<ClaimResult>& results, const std::vector
       for (const auto& x : on_normal)
         if (x.method == m) cell.coverage_normal = x.coverage;
       if (std::isnan(cell.coverage)) continue;  // the method cannot run at this n
-      if (verdicts) {
+      if (report) {
         double sum = 0;
         for (size_t i = 0; i < results.size(); ++i) {
           const ClaimResult& r = results[i];

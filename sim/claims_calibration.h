@@ -45,12 +45,14 @@ struct Calibration {
 // empty when no row qualifies.
 std::vector<double> residual_shape(const std::vector<ClaimResult>& results, int* rows = nullptr);
 
-// Coverage of every method at each n. With `verdicts`, also the false-verdict
-// rate: for each row with a region and ≥ 2 seeds, synthetic studies at its
-// own mean (the truth) and spread; a verdict is false when it is "supported"
-// with the truth outside the region or "refuted" with it inside.
+// Coverage of every method at each n, on the file's shape: all that choosing
+// a method needs. With `report` (for --calibrate), also the coverage on
+// normal values and the false-verdict rate: for each row with a region and
+// ≥ 2 seeds, synthetic studies at its own mean (the truth) and spread; a
+// verdict is false when it is "supported" with the truth outside the region
+// or "refuted" with it inside.
 Calibration calibrate(const std::vector<ClaimResult>& results, const std::vector<int>& ns, double level,
-                      int studies, bool verdicts, unsigned seed = 20261204);
+                      int studies, bool report, unsigned seed = 20261204);
 
 std::string format_calibration(const Calibration& c);
 

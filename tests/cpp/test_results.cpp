@@ -523,15 +523,9 @@ TEST(H5, AppendGrowsAnExtendibleDataset) {
 namespace {
 
 TEST(AtomicFile, PublishesWholeAndSweepsOnlyDeadProcessesTemporaries) {
-  namespace fs = std::filesystem;
-  const char* base = std::getenv("ZL_TEST_TMP");
-  fs::path root = base && *base ? fs::path(base) : fs::path("/tmp");
-  fs::create_directories(root);
-  std::string pattern = (root / "zl_atomic_XXXXXX").string();
-  ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-  const fs::path dir = pattern;
-  const std::string target = (dir / "sub" / "state.ini").string();
-  fs::create_directories(dir / "sub");
+  TempDir dir;
+  const std::string target = dir / "sub/state.ini";
+  fs::create_directories(dir.path() / "sub");
   zl::write_file_atomically(target, "step=3\n");
   std::ifstream in(target);
   std::string line;
@@ -547,11 +541,10 @@ TEST(AtomicFile, PublishesWholeAndSweepsOnlyDeadProcessesTemporaries) {
   const std::string live = zl::temporary_name(target, host, ::getpid());
   const std::string elsewhere = zl::temporary_name(target, "another-host", dead);
   for (const auto& p : {stale, live, elsewhere}) std::ofstream(p) << "partial";
-  EXPECT_EQ(zl::remove_stale_temporaries(dir.string()), 1);
+  EXPECT_EQ(zl::remove_stale_temporaries(dir.path().string()), 1);
   EXPECT_FALSE(fs::exists(stale));
   EXPECT_TRUE(fs::exists(live));
   EXPECT_TRUE(fs::exists(elsewhere));
-  fs::remove_all(dir);
 }
 
 }  // namespace
