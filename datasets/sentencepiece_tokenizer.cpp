@@ -10,15 +10,13 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
-#include <unistd.h>
 #include <unordered_map>
 
+#include "datasets/cache_file.h"
 #include "datasets/spm_library.h"
 #include "datasets/tokenizer.h"
 
@@ -285,33 +283,6 @@ std::string train_model(const std::vector<std::string>& docs, int64_t vocab_size
   return serialized;
 }
 
-// Writes under a unique temporary name and renames, so a reader (or a second
-// trainer racing us) never sees a partial file.
-void publish(const std::string& bytes, const std::string& path) {
-  static std::atomic<uint64_t> counter{0};
-  const fs::path target(path);
-  if (target.has_parent_path()) fs::create_directories(target.parent_path());
-  const auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(stamp) + "." +
-                          std::to_string(counter++);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.close();
-    if (!out) {
-      std::error_code ignored;
-      fs::remove(tmp, ignored);
-      throw std::runtime_error("cannot write SentencePiece model '" + tmp + "'");
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw std::runtime_error("cannot rename SentencePiece model to '" + path + "': " + ec.message());
-  }
-}
-
 }  // namespace
 
 std::unique_ptr<Tokenizer> load_sentencepiece_tokenizer(const std::string& model_path) {
@@ -321,18 +292,28 @@ std::unique_ptr<Tokenizer> load_sentencepiece_tokenizer(const std::string& model
 
 std::unique_ptr<Tokenizer> make_sentencepiece_tokenizer(const std::vector<std::string>& train_docs,
                                                         int64_t vocab_size, const std::string& cache_path) {
+  return make_sentencepiece_tokenizer([&] { return train_docs; }, vocab_size, cache_path);
+}
+
+std::unique_ptr<Tokenizer> make_sentencepiece_tokenizer(const std::function<std::vector<std::string>()>& train_docs,
+                                                        int64_t vocab_size, const std::string& cache_path) {
   if (cache_path.empty()) throw std::invalid_argument("make_sentencepiece_tokenizer: empty cache_path");
-  if (fs::exists(cache_path)) {
-    auto cached = load_sentencepiece_tokenizer(cache_path);
+  if (auto bytes = read_cache_file(cache_path)) {
+    std::unique_ptr<Tokenizer> cached;
+    try {
+      cached = std::make_unique<SentencePieceTokenizer>(*bytes, cache_path);
+    } catch (const std::runtime_error& e) {
+      set_aside_damaged(cache_path, e.what());  // from before checksums, or damaged with its sidecar
+    }
     // A cache trained for another size would silently change the model shape.
-    if (cached->vocab_size() != vocab_size)
+    if (cached && cached->vocab_size() != vocab_size)
       throw std::runtime_error("SentencePiece model '" + cache_path + "' has vocabulary " +
                                std::to_string(cached->vocab_size()) + ", not the requested " +
                                std::to_string(vocab_size) + "; delete it to retrain");
-    return cached;
+    if (cached) return cached;
   }
-  const std::string serialized = train_model(train_docs, vocab_size, cache_path);
-  publish(serialized, cache_path);
+  const std::string serialized = train_model(train_docs(), vocab_size, cache_path);
+  publish_cache_file(cache_path, serialized);  // a reader (or a second trainer racing us) sees all or nothing
   return std::make_unique<SentencePieceTokenizer>(serialized, cache_path);
 }
 

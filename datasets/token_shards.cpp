@@ -1,10 +1,8 @@
 #include "datasets/token_shards.h"
 
-#include <cstdio>
-#include <fstream>
-#include <stdexcept>
+#include <cstring>
 
-#include <unistd.h>
+#include "datasets/cache_file.h"
 
 namespace zl {
 namespace {
@@ -12,38 +10,41 @@ namespace {
 // File layout: magic "ZLTOK1\0\0", int64 count, int64 text_bytes, int32[count].
 constexpr char kMagic[8] = {'Z', 'L', 'T', 'O', 'K', '1', 0, 0};
 
-bool read_cache(const std::string& path, TokenStream& out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  char magic[8];
-  int64_t count = 0, bytes = 0;
-  in.read(magic, 8).read(reinterpret_cast<char*>(&count), 8).read(reinterpret_cast<char*>(&bytes), 8);
-  if (!in || std::string(magic, 8) != std::string(kMagic, 8) || count < 0)
-    throw std::runtime_error(path + ": not a zerolayer token shard (delete it to rebuild)");
+// A shard's tokens from its bytes, or why they are not a shard.
+std::string parse_shard(const std::string& bytes, TokenStream& out) {
+  int64_t count = 0, text_bytes = 0;
+  if (bytes.size() < 24 || bytes.compare(0, 8, std::string(kMagic, 8)) != 0) return "not a zerolayer token shard";
+  std::memcpy(&count, bytes.data() + 8, 8);
+  std::memcpy(&text_bytes, bytes.data() + 16, 8);
+  if (count < 0 || text_bytes < 0 || static_cast<uint64_t>(count) != (bytes.size() - 24) / 4 || bytes.size() % 4 != 0)
+    return "truncated or overlong: " + std::to_string(bytes.size()) + " bytes for " + std::to_string(count) + " tokens";
   out.tokens = torch::empty({count}, torch::kInt);
-  in.read(reinterpret_cast<char*>(out.tokens.data_ptr<int32_t>()), count * 4);
-  if (!in) throw std::runtime_error(path + ": token shard is truncated (delete it to rebuild)");
-  out.text_bytes = bytes;
-  return true;
+  std::memcpy(out.tokens.data_ptr<int32_t>(), bytes.data() + 24, static_cast<size_t>(count) * 4);
+  out.text_bytes = text_bytes;
+  return "";
 }
 
-void write_cache(const std::string& path, const TokenStream& s) {
-  std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    int64_t count = s.tokens.numel();
-    out.write(kMagic, 8).write(reinterpret_cast<const char*>(&count), 8).write(reinterpret_cast<const char*>(&s.text_bytes), 8);
-    out.write(reinterpret_cast<const char*>(s.tokens.data_ptr<int32_t>()), count * 4);
-    if (!out) throw std::runtime_error(tmp + ": cannot write token shard");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error(path + ": cannot publish token shard");
+std::string shard_bytes(const TokenStream& s) {
+  const int64_t count = s.tokens.numel();
+  std::string bytes(24 + static_cast<size_t>(count) * 4, '\0');
+  std::memcpy(bytes.data(), kMagic, 8);
+  std::memcpy(bytes.data() + 8, &count, 8);
+  std::memcpy(bytes.data() + 16, &s.text_bytes, 8);
+  std::memcpy(bytes.data() + 24, s.tokens.data_ptr<int32_t>(), static_cast<size_t>(count) * 4);
+  return bytes;
 }
 
 }  // namespace
 
 TokenStream encode_documents(const std::vector<Document>& docs, const Tokenizer& tok, const std::string& cache_path) {
   TokenStream s;
-  if (!cache_path.empty() && read_cache(cache_path, s)) return s;
+  if (!cache_path.empty()) {
+    if (auto bytes = read_cache_file(cache_path)) {
+      const std::string why = parse_shard(*bytes, s);
+      if (why.empty()) return s;
+      set_aside_damaged(cache_path, why);
+    }
+  }
   std::vector<int32_t> ids;
   for (const auto& d : docs) {
     auto part = tok.encode(d.text);
@@ -52,7 +53,7 @@ TokenStream encode_documents(const std::vector<Document>& docs, const Tokenizer&
     s.text_bytes += static_cast<int64_t>(d.text.size());
   }
   s.tokens = torch::from_blob(ids.data(), {static_cast<int64_t>(ids.size())}, torch::kInt).clone();
-  if (!cache_path.empty()) write_cache(cache_path, s);
+  if (!cache_path.empty()) publish_cache_file(cache_path, shard_bytes(s));
   return s;
 }
 

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,15 +46,20 @@ std::unique_ptr<Tokenizer> make_byte_tokenizer();
 // Default vocabulary of the SentencePiece model (SPEC §3).
 constexpr int64_t kDefaultSentencePieceVocab = 1024;
 
-// Loads the SentencePiece BPE model at `cache_path` if that file exists;
-// otherwise trains one on `train_docs` (at most a few MB of them, sampled
-// deterministically) and writes it there, via a temporary name and a rename,
-// so two processes racing on the same cache both end with a whole file.
-// Throws std::runtime_error naming the file when it is corrupt or cannot be
-// written, and when training fails (e.g. too little text for `vocab_size`).
+// Loads the SentencePiece BPE model at `cache_path` if that file exists and
+// is intact; otherwise trains one on `train_docs` (at most a few MB of them,
+// sampled deterministically) and publishes it there as a cache file
+// (datasets/cache_file.h), so two processes racing on the same cache both
+// end with a whole file, and a damaged one is set aside and trained again.
+// Throws std::runtime_error naming the file when it cannot be written or is
+// of another vocabulary size, and when training fails (e.g. too little text
+// for `vocab_size`).
 std::unique_ptr<Tokenizer> make_sentencepiece_tokenizer(const std::vector<std::string>& train_docs,
                                                         int64_t vocab_size,
                                                         const std::string& cache_path);
+// The same, loading the training text only when the model must be trained.
+std::unique_ptr<Tokenizer> make_sentencepiece_tokenizer(const std::function<std::vector<std::string>()>& train_docs,
+                                                        int64_t vocab_size, const std::string& cache_path);
 
 // Loads an existing SentencePiece model file (no training). Throws
 // std::runtime_error naming the file when it is missing, corrupt, or not one

@@ -1,24 +1,21 @@
 #include "sim/checkpoint.h"
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
-#include "sim/atomic_file.h"
+#include "datasets/atomic_file.h"
+#include "datasets/cache_file.h"
 #include "sim/stop.h"
+#include "sim/torch_bytes.h"
 
 namespace zl {
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read '" + path + "'");
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
-}
+constexpr const char* kChecksumKey = "checksum.";  // checksum.<file name>=<checksum_record>
 
 std::string join(const std::vector<int64_t>& v) {
   std::ostringstream o;
@@ -87,15 +84,34 @@ CheckpointState CheckpointDir::load(Transformer* model, torch::optim::Optimizer*
   } catch (const std::exception& e) {
     throw std::runtime_error(state_path.string() + ": corrupt checkpoint state (" + e.what() + ")");
   }
-  auto model_file = fs::path(path_) / ("model-" + std::to_string(s.step) + ".pt");
-  auto optim_file = fs::path(path_) / ("optim-" + std::to_string(s.step) + ".pt");
+  // Every recorded file is checked before anything loads: a damaged
+  // checkpoint leaves the model as it was, to be trained again from scratch.
+  const std::string model_name = "model-" + std::to_string(s.step) + ".pt";
+  const std::string optim_name = "optim-" + std::to_string(s.step) + ".pt";
+  const auto model_file = fs::path(path_) / model_name, optim_file = fs::path(path_) / optim_name;
+  std::map<std::string, std::string> bytes;  // file name -> its checked bytes
+  for (const auto& [k, record] : kv) {
+    if (k.rfind(kChecksumKey, 0) != 0) continue;
+    const std::string name = k.substr(std::string(kChecksumKey).size());
+    if (name == optim_name && !optim) continue;
+    const auto file = fs::path(path_) / name;
+    if (!fs::exists(file)) throw DamagedCheckpoint(file.string() + ": missing (state.ini records it)");
+    std::string b = read_whole_file(file.string());
+    const std::string why = checksum_mismatch(b, record);
+    if (!why.empty()) throw DamagedCheckpoint(file.string() + ": " + why);
+    bytes[name] = std::move(b);
+  }
+  auto file_bytes = [&](const std::string& name, const fs::path& file) {  // unchecked in older checkpoints
+    auto it = bytes.find(name);
+    return it != bytes.end() ? it->second : read_whole_file(file.string());
+  };
   try {
-    if (model) torch::load(*model, model_file.string());
+    if (model) torch_load_bytes(*model, file_bytes(model_name, model_file));
   } catch (const std::exception& e) {
     throw std::runtime_error(model_file.string() + ": cannot load checkpoint model (corrupt or another shape)");
   }
   try {
-    if (optim && fs::exists(optim_file)) torch::load(*optim, optim_file.string());
+    if (optim && fs::exists(optim_file)) torch_load_bytes(*optim, file_bytes(optim_name, optim_file));
   } catch (const std::exception& e) {
     throw std::runtime_error(optim_file.string() + ": cannot load optimizer state");
   }
@@ -109,11 +125,20 @@ void CheckpointDir::save(const CheckpointState& s, Transformer& model, torch::op
   // them, is renamed into place last.
   auto model_file = dir / ("model-" + std::to_string(s.step) + ".pt");
   auto optim_file = dir / ("optim-" + std::to_string(s.step) + ".pt");
-  write_file_atomically(model_file.string(), torch_bytes(model));
-  if (optim && !s.complete) write_file_atomically(optim_file.string(), torch_bytes(*optim));
+  std::map<std::string, std::string> checksums;  // file name -> checksum_record, into state.ini
+  auto publish = [&](const fs::path& file, const std::string& bytes) {
+    write_file_atomically(file.string(), bytes);
+    checksums[file.filename().string()] = checksum_record(bytes);
+  };
+  publish(model_file, torch_bytes(model));
+  if (optim && !s.complete) publish(optim_file, torch_bytes(*optim));
   write_file_atomically((dir / "config.ini").string(), config_ini);
-  if (!tokenizer_model.empty() && !fs::exists(dir / "tokenizer.model"))
-    write_file_atomically((dir / "tokenizer.model").string(), read_bytes(tokenizer_model));
+  if (!tokenizer_model.empty()) {
+    const std::string tok = read_whole_file(tokenizer_model);
+    const auto copy = dir / "tokenizer.model";
+    if (!fs::exists(copy) || read_whole_file(copy.string()) != tok) write_file_atomically(copy.string(), tok);
+    checksums["tokenizer.model"] = checksum_record(tok);
+  }
 
   std::ostringstream st;
   st.precision(17);
@@ -121,6 +146,7 @@ void CheckpointDir::save(const CheckpointState& s, Transformer& model, torch::op
      << "\ntimed_tokens=" << s.timed_tokens << "\n";
   for (const auto& [name, c] : s.curves)
     st << "curve." << name << ".step=" << join(c.step) << "\ncurve." << name << ".value=" << join(c.value) << "\n";
+  for (const auto& [name, record] : checksums) st << kChecksumKey << name << "=" << record << "\n";
   write_file_atomically((dir / "state.ini").string(), st.str());
 
   // Older step files are now unreferenced.
@@ -129,6 +155,14 @@ void CheckpointDir::save(const CheckpointState& s, Transformer& model, torch::op
     bool step_file = (name.rfind("model-", 0) == 0 || name.rfind("optim-", 0) == 0);
     if (step_file && e.path() != model_file && e.path() != optim_file) fs::remove(e.path());
   }
+}
+
+void CheckpointDir::set_aside(const std::string& why) const {
+  const auto state = fs::path(path_) / "state.ini";
+  std::error_code ec;
+  fs::rename(state, fs::path(path_) / "state.ini.corrupt", ec);
+  std::fprintf(stderr, "warning: checkpoint damaged: %s; set aside (%s.corrupt), training it again\n", why.c_str(),
+               state.string().c_str());
 }
 
 std::string checkpoint_config(const std::string& dir) {

@@ -1,12 +1,14 @@
 // Checkpoints: output.dir/checkpoints/<train_id>/ holds the model and
 // optimizer at the last saved step, the curves so far, the resolved config
 // and the tokenizer. state.ini is written last and names the step files, so
-// a run killed while saving still finds the previous complete checkpoint.
+// a run killed while saving still finds the previous complete checkpoint;
+// it also holds each file's size and CRC-32, checked before anything loads.
 // A lock file serialises processes (study shards) that need the same model.
 #pragma once
 #include <torch/torch.h>
 
 #include <map>
+#include <stdexcept>
 #include <string>
 
 #include "models/transformer.h"
@@ -23,6 +25,12 @@ struct CheckpointState {
   std::map<std::string, Curve> curves;  // "train/loss", "train/val_loss", "train/lr"
 };
 
+// A checkpoint whose files disagree with the checksums state.ini recorded
+// when they were published: the trainer sets it aside and trains again.
+struct DamagedCheckpoint : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 class CheckpointDir {
  public:
   explicit CheckpointDir(std::string path);
@@ -33,8 +41,13 @@ class CheckpointDir {
   const std::string& path() const { return path_; }
   bool exists() const;  // a state.ini is there
   // Loads the state and, if given, the model and optimizer saved with it.
-  // Throws naming the file when it is corrupt or from another model.
+  // Throws DamagedCheckpoint naming the file when a checksum disagrees (and
+  // then has loaded nothing), std::runtime_error when a file is unreadable or
+  // from another model.
   CheckpointState load(Transformer* model, torch::optim::Optimizer* optim) const;
+  // Moves state.ini aside (state.ini.corrupt), so that the checkpoint no
+  // longer exists() and is trained again, and says why on stderr.
+  void set_aside(const std::string& why) const;
   void save(const CheckpointState& state, Transformer& model, torch::optim::Optimizer* optim,
             const std::string& config_ini, const std::string& tokenizer_model) const;
   void lock();  // exclusive, blocking; released on destruction

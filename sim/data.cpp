@@ -65,12 +65,9 @@ Dataset prepare_data(const RunConfig& cfg, const std::string& corpus_arg) {
   } else {
     tok_key = "sp" + hash_hex(corpus_key(d, d.corpus) + "|" + std::to_string(d.vocab_size));
     auto model = (fs::path(dir) / ("tokenizer-" + tok_key + ".model")).string();
-    if (fs::exists(model)) {
-      ds.tokenizer = load_sentencepiece_tokenizer(model);
-    } else {
-      const Split train_split = corpus == d.corpus ? ds.docs : load_split(d, d.corpus);
-      ds.tokenizer = make_sentencepiece_tokenizer(texts(train_split.train), d.vocab_size, model);
-    }
+    ds.tokenizer = make_sentencepiece_tokenizer(
+        [&] { return texts(corpus == d.corpus ? ds.docs.train : load_split(d, d.corpus).train); }, d.vocab_size,
+        model);
   }
   std::string key = hash_hex(corpus_key(d, corpus) + "|" + tok_key);
   ds.train = encode_documents(ds.docs.train, *ds.tokenizer, (fs::path(dir) / ("tokens-" + key + "-train.bin")).string());

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "datasets/batch_sampler.h"
+#include "datasets/cache_file.h"
 #include "datasets/contracts_checker.h"
 #include "sim/offline_table_file.h"
 #include "sim/trainer.h"
@@ -189,19 +190,24 @@ void OetStage::prepare(const StageContext& ctx, RunRecord& r) {
                           std::to_string(ctx.data.tokenizer->vocab_size());
   const std::string path = (fs::path(ctx.checkpoint_dir) / ("oet_table-" + hash_hex(key) + ".bin")).string();
   const auto t0 = std::chrono::steady_clock::now();
-  bool built = false;
-  if (fs::exists(path)) {
-    table_ = load_offline_table(path);
-    if (table_.kinds != kEventKinds || table_.buckets != o.buckets || table_.layers != ctx.model->cfg.layers ||
-        table_.dim != ctx.model->cfg.dim)
-      throw std::runtime_error("offline table '" + path + "' does not match this model or oet.buckets; delete it to rebuild");
-  } else {
+  bool loaded = false;
+  if (auto bytes = read_cache_file(path)) {
+    try {
+      table_ = parse_offline_table(*bytes, path);
+      loaded = true;
+    } catch (const std::runtime_error& e) {
+      set_aside_damaged(path, e.what());  // from before checksums, or damaged with its sidecar
+    }
+  }
+  if (loaded && (table_.kinds != kEventKinds || table_.buckets != o.buckets || table_.layers != ctx.model->cfg.layers ||
+                 table_.dim != ctx.model->cfg.dim))
+    throw std::runtime_error("offline table '" + path + "' does not match this model or oet.buckets; delete it to rebuild");
+  if (!loaded) {
     table_ = build_offline_table(ctx.model, *trigger_, ctx.data.train.tokens, o.table_windows, o.buckets, o.tolerance,
                                  ctx.device);
     save_offline_table(table_, path);
-    built = true;
   }
-  m["oet_table_built"] = built ? 1.0 : 0.0;
+  m["oet_table_built"] = loaded ? 0.0 : 1.0;
   m["oet_table_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   m["oet_table_bytes"] = static_cast<double>(table_.bytes());
   m["oet_table_nnz"] = static_cast<double>(table_.delta.nonZeros());

@@ -1,11 +1,12 @@
 #include "sim/offline_table_file.h"
 
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <vector>
+
+#include "datasets/cache_file.h"
 
 namespace zl {
 namespace {
@@ -13,12 +14,12 @@ namespace {
 constexpr char kMagic[8] = {'Z', 'L', 'O', 'E', 'T', 'T', 'B', '1'};
 
 template <class T>
-void put(std::ofstream& f, const T* p, size_t n) {
+void put(std::ostream& f, const T* p, size_t n) {
   f.write(reinterpret_cast<const char*>(p), static_cast<std::streamsize>(n * sizeof(T)));
 }
 
 template <class T>
-void get(std::ifstream& f, T* p, size_t n, const std::string& path) {
+void get(std::istream& f, T* p, size_t n, const std::string& path) {
   f.read(reinterpret_cast<char*>(p), static_cast<std::streamsize>(n * sizeof(T)));
   if (!f) throw std::runtime_error("offline table '" + path + "' is truncated or unreadable; delete it to rebuild");
 }
@@ -26,26 +27,24 @@ void get(std::ifstream& f, T* p, size_t n, const std::string& path) {
 }  // namespace
 
 void save_offline_table(const OfflineTable& t, const std::string& path) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw std::runtime_error("cannot write offline table '" + tmp + "'");
-    const int64_t shape[5] = {t.kinds, t.buckets, t.layers, t.dim, static_cast<int64_t>(t.delta.nonZeros())};
-    put(f, kMagic, 8);
-    put(f, shape, 5);
-    put(f, t.counts.data(), t.counts.size());
-    put(f, t.delta.outerIndexPtr(), static_cast<size_t>(t.delta.outerSize() + 1));
-    put(f, t.delta.innerIndexPtr(), static_cast<size_t>(t.delta.nonZeros()));
-    put(f, t.delta.valuePtr(), static_cast<size_t>(t.delta.nonZeros()));
-    f.flush();
-    if (!f) throw std::runtime_error("cannot write offline table '" + tmp + "'");
-  }
-  std::filesystem::rename(tmp, path);
+  std::ostringstream f;
+  const int64_t shape[5] = {t.kinds, t.buckets, t.layers, t.dim, static_cast<int64_t>(t.delta.nonZeros())};
+  put(f, kMagic, 8);
+  put(f, shape, 5);
+  put(f, t.counts.data(), t.counts.size());
+  put(f, t.delta.outerIndexPtr(), static_cast<size_t>(t.delta.outerSize() + 1));
+  put(f, t.delta.innerIndexPtr(), static_cast<size_t>(t.delta.nonZeros()));
+  put(f, t.delta.valuePtr(), static_cast<size_t>(t.delta.nonZeros()));
+  publish_cache_file(path, f.str());
 }
 
 OfflineTable load_offline_table(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error("cannot open offline table '" + path + "'");
+  if (!std::filesystem::exists(path)) throw std::runtime_error("cannot open offline table '" + path + "'");
+  return parse_offline_table(read_whole_file(path), path);
+}
+
+OfflineTable parse_offline_table(const std::string& bytes, const std::string& path) {
+  std::istringstream f(bytes);
   char magic[8];
   get(f, magic, 8, path);
   if (std::memcmp(magic, kMagic, 8) != 0)

@@ -9,10 +9,12 @@
 
 namespace zl {
 
-// Writes under a temporary name, then renames (a reader sees all or nothing).
+// Publishes a cache file (datasets/cache_file.h: all or nothing, with its checksum).
 void save_offline_table(const OfflineTable& t, const std::string& path);
 // Throws std::runtime_error naming the file when it is missing, truncated,
 // corrupt or not an offline table.
 OfflineTable load_offline_table(const std::string& path);
+// The same from a file's bytes already read; `path` names it in errors.
+OfflineTable parse_offline_table(const std::string& bytes, const std::string& path);
 
 }  // namespace zl

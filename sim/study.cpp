@@ -8,7 +8,7 @@
 
 #include <c10/util/Exception.h>
 
-#include "sim/atomic_file.h"
+#include "datasets/atomic_file.h"
 #include "sim/claims.h"
 #include "sim/file_lock.h"
 #include "sim/progress.h"

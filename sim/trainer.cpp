@@ -68,7 +68,13 @@ TrainOutcome train_model(const RunConfig& cfg, Transformer& model, const Dataset
   model->to(device);
   auto optim = make_optimizer(model, t);
   TrainOutcome out;
-  if (ckpt.exists()) out.state = ckpt.load(&model, &optim);
+  if (ckpt.exists()) {
+    try {
+      out.state = ckpt.load(&model, &optim);
+    } catch (const DamagedCheckpoint& e) {
+      ckpt.set_aside(e.what());  // nothing was loaded: train from the model's initial weights
+    }
+  }
   model->to(device);
 
   BatchSampler train(data.train.tokens, t.batch, cfg.model.context, static_cast<uint64_t>(cfg.seed));

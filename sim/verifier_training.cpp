@@ -6,8 +6,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "datasets/cache_file.h"
 #include "models/sampling.h"
-#include "sim/atomic_file.h"
+#include "sim/torch_bytes.h"
 
 namespace zl {
 namespace fs = std::filesystem;
@@ -150,18 +151,21 @@ Verifier load_or_train_verifier(const RunConfig& cfg, Transformer& lm, const Dat
   const uint64_t seed = static_cast<uint64_t>(cfg.seed);
 
   const std::string file = verifier_file(cfg, checkpoint_dir, vocab);
-  if (fs::exists(file)) {
+  bool loaded = false;
+  if (auto bytes = read_cache_file(file)) {
     try {
-      torch::load(v, file);
+      torch_load_bytes(v, *bytes);
+      loaded = true;
     } catch (const c10::Error&) {
-      throw std::runtime_error(file + ": cannot load the verifier (corrupt or another shape); delete it to retrain");
+      set_aside_damaged(file, "cannot load the verifier: corrupt or another shape");
     }
-  } else {
+  }
+  if (!loaded) {
     auto start = std::chrono::steady_clock::now();
     auto windows = make_verifier_windows(lm, ds.train.tokens, 256 * 32, W, P, T, seed * 1000 + 1);
     Verifier fresh = train_verifier(v->cfg, windows, cfg.verify.train_steps, seed);
     report.train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    write_file_atomically(file, torch_bytes(fresh));  // a concurrent shard sees all or nothing
+    publish_cache_file(file, torch_bytes(fresh));  // a concurrent shard sees all or nothing
     v = fresh;
   }
 

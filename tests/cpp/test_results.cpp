@@ -17,9 +17,10 @@
 #include <system_error>
 #include <thread>
 
-#include "sim/atomic_file.h"
+#include "datasets/atomic_file.h"
 #include "sim/h5.h"
 #include "sim/results.h"
+#include "tests/cpp/temp_dir.h"
 
 namespace {
 
@@ -29,29 +30,6 @@ using zl::Provenance;
 using zl::RunRecord;
 using zl::Table;
 
-// A fresh directory per test, under $ZL_TEST_TMP when CTest sets it (other
-// tests share that directory, hence mkdtemp inside it), else under /tmp.
-// Kept when the test failed, for a look at the files.
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("ZL_TEST_TMP");
-    fs::path root = base != nullptr && *base != '\0' ? fs::path(base) : fs::path("/tmp");
-    fs::create_directories(root);
-    std::string pattern = (root / "zl_results_XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed under " + root.string());
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    if (!::testing::Test::HasFailure()) fs::remove_all(path_, ignored);
-  }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 Provenance sample_provenance() {
   Provenance prov;
@@ -173,7 +151,7 @@ TEST(Results, TableAddChecksNamesAndLengths) {
 }
 
 TEST(Results, ShardRoundTrip) {
-  TempDir dir;
+  TempDir dir("zl_results");
   const std::string path = dir / "runs/abc123.h5";
   RunRecord run = sample_run("abc123", 3, {{"val_loss", 2.25}, {"bpb", 1.125}, {"ttft_ms", 0.5}});
   zl::write_shard(path, sample_provenance(), run);
@@ -197,7 +175,7 @@ TEST(Results, ShardRoundTrip) {
 }
 
 TEST(Results, ShardStoresCurvesWithStepScales) {
-  TempDir dir;
+  TempDir dir("zl_results");
   const std::string path = dir / "s.h5";
   zl::write_shard(path, sample_provenance(), sample_run("r1", 1, {}));
   zl::h5::File file = zl::h5::File::open(path, false);
@@ -217,7 +195,7 @@ TEST(Results, ShardStoresCurvesWithStepScales) {
 }
 
 TEST(Results, ExplicitAxisNamesTheStepDataset) {
-  TempDir dir;
+  TempDir dir("zl_results");
   RunRecord run = sample_run("r1", 1, {});
   run.curves["train/val_loss"].axis = "val_step";
   run.curves["train/val_ppl"] = make_curve(0, 10, 4, 90.0, "val_step");
@@ -237,14 +215,14 @@ TEST(Results, RewritingAReadRunGivesTheSameFile) {
   // read_shard reports each curve's resolved axis, so writing its result
   // back reproduces the shard byte for byte (a resumed study relies on
   // nothing less than the same content).
-  TempDir dir;
+  TempDir dir("zl_results");
   zl::write_shard(dir / "a.h5", sample_provenance(), sample_run("r1", 1, {{"val_loss", 1.5}}));
   zl::write_shard(dir / "b.h5", sample_provenance(), zl::read_shard(dir / "a.h5"));
   EXPECT_TRUE(read_bytes(dir / "a.h5") == read_bytes(dir / "b.h5"));
 }
 
 TEST(Results, FailedRunRoundTrip) {
-  TempDir dir;
+  TempDir dir("zl_results");
   const std::string path = dir / "f.h5";
   RunRecord run;
   run.run_id = "dead01";
@@ -261,7 +239,7 @@ TEST(Results, FailedRunRoundTrip) {
 TEST(Results, ConfigLargerThan64KiBRoundTrips) {
   // The oldest HDF5 format caps an attribute at 64 KiB; we write the 1.8
   // format, which stores larger ones densely.
-  TempDir dir;
+  TempDir dir("zl_results");
   RunRecord run = sample_run("big", 1, {});
   for (int i = 0; i < 20000; ++i) run.config_ini += "key_" + std::to_string(i) + " = 1\n";
   ASSERT_GT(run.config_ini.size(), 200000u);
@@ -270,7 +248,7 @@ TEST(Results, ConfigLargerThan64KiBRoundTrips) {
 }
 
 TEST(Results, CurvesSharingAnAxisMustAgree) {
-  TempDir dir;
+  TempDir dir("zl_results");
   RunRecord run = sample_run("r", 1, {});
   run.curves["train/val_loss"].axis = "step";  // 4 points every 10 steps, vs 40 every step
   try {
@@ -288,7 +266,7 @@ TEST(Results, CurvesSharingAnAxisMustAgree) {
 }
 
 TEST(Results, PublishLeavesNoTmpAndReplacesStaleTmp) {
-  TempDir dir;
+  TempDir dir("zl_results");
   const std::string path = dir / "runs/r1.h5";
   fs::create_directories(dir / "runs");
   write_bytes(path + ".tmp", "a crashed writer left this behind");
@@ -303,7 +281,7 @@ TEST(Results, PublishLeavesNoTmpAndReplacesStaleTmp) {
 }
 
 TEST(Results, FailedWriteKeepsOldFileAndLeavesNoTmp) {
-  TempDir dir;
+  TempDir dir("zl_results");
   const std::string path = dir / "r1.h5";
   RunRecord good = sample_run("r1", 1, {{"val_loss", 1.0}});
   zl::write_shard(path, sample_provenance(), good);
@@ -327,7 +305,7 @@ TEST(Results, ReaderNeverSeesAPartialShard) {
   // A poller copies the shard's bytes the moment its final name appears;
   // with write-then-rename that copy is already the complete file. (The
   // poller uses no HDF5: the Debian build is not thread-safe.)
-  TempDir dir;
+  TempDir dir("zl_results");
   const std::string path = dir / "big.h5";
   RunRecord run = sample_run("big", 1, {{"val_loss", 1.0}});
   run.curves["train/loss"] = make_curve(0, 1, 400000, 1.0);
@@ -356,7 +334,7 @@ TEST(Results, ReaderNeverSeesAPartialShard) {
 }
 
 TEST(Results, MergeSortsRowsFillsNaNAndCopiesRuns) {
-  TempDir dir;
+  TempDir dir("zl_results");
   const Provenance prov = sample_provenance();
   RunRecord c = sample_run("c3", 3, {{"val_loss", 3.0}});
   RunRecord a = sample_run("a1", 1, {{"bpb", 0.5}});
@@ -412,7 +390,7 @@ TEST(Results, MergeSortsRowsFillsNaNAndCopiesRuns) {
 }
 
 TEST(Results, MergeIsIndependentOfShardCreationOrder) {
-  TempDir dir;
+  TempDir dir("zl_results");
   const Provenance prov = sample_provenance();
   std::vector<RunRecord> runs = {sample_run("b2", 2, {{"val_loss", 2.0}}), sample_run("a1", 1, {{"bpb", 1.0}}),
                                  sample_run("c3", 3, {{"val_loss", 3.0}, {"bpb", 0.5}})};
@@ -429,7 +407,7 @@ TEST(Results, MergeIsIndependentOfShardCreationOrder) {
 }
 
 TEST(Results, MergeRejectsCorruptShardByName) {
-  TempDir dir;
+  TempDir dir("zl_results");
   zl::write_shard(dir / "runs/a1.h5", sample_provenance(), sample_run("a1", 1, {}));
   std::mt19937 rng(42);
   std::string noise(4096, '\0');
@@ -448,7 +426,7 @@ TEST(Results, MergeRejectsCorruptShardByName) {
 }
 
 TEST(Results, MergeRejectsForeignHdf5ByName) {
-  TempDir dir;
+  TempDir dir("zl_results");
   zl::write_shard(dir / "runs/a1.h5", sample_provenance(), sample_run("a1", 1, {}));
   {
     zl::h5::File foreign = zl::h5::File::create(dir / "runs/other.h5");
@@ -462,7 +440,7 @@ TEST(Results, MergeRejectsForeignHdf5ByName) {
 }
 
 TEST(Results, MergeRejectsDuplicateRunsAndMissingDirectory) {
-  TempDir dir;
+  TempDir dir("zl_results");
   zl::write_shard(dir / "runs/a1.h5", sample_provenance(), sample_run("a1", 1, {}));
   fs::copy_file(dir / "runs/a1.h5", dir / "runs/copy.h5");
   expect_error_naming([&] { zl::merge_shards(dir.path().string(), dir / "results.h5", sample_provenance()); },
@@ -472,7 +450,7 @@ TEST(Results, MergeRejectsDuplicateRunsAndMissingDirectory) {
 }
 
 TEST(Results, WriteTableReplaces) {
-  TempDir dir;
+  TempDir dir("zl_results");
   const std::string path = dir / "results.h5";
   zl::write_shard(path, sample_provenance(), sample_run("a1", 1, {{"val_loss", 1.0}}));
   Table first;
@@ -495,7 +473,7 @@ TEST(Results, WriteTableReplaces) {
 }
 
 TEST(H5, AppendGrowsAnExtendibleDataset) {
-  TempDir dir;
+  TempDir dir("zl_results");
   const std::string path = dir / "a.h5";
   zl::h5::File file = zl::h5::File::create(path);
   {
@@ -523,7 +501,7 @@ TEST(H5, AppendGrowsAnExtendibleDataset) {
 namespace {
 
 TEST(AtomicFile, PublishesWholeAndSweepsOnlyDeadProcessesTemporaries) {
-  TempDir dir;
+  TempDir dir("zl_results");
   const std::string target = dir / "sub/state.ini";
   fs::create_directories(dir.path() / "sub");
   zl::write_file_atomically(target, "step=3\n");

@@ -16,6 +16,7 @@
 #include "sim/config.h"
 #include "sim/oet_stage.h"
 #include "sim/offline_table_file.h"
+#include "tests/cpp/temp_dir.h"
 
 namespace zl {
 namespace {
@@ -232,26 +233,6 @@ TEST(OetTrigger, SeveralEventsOnOneTokenAndPrimaryKind) {
 
 // ---- the offline table ------------------------------------------------------------
 
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("ZL_TEST_TMP");
-    fs::path root = base != nullptr && *base != '\0' ? fs::path(base) : fs::path("/tmp");
-    fs::create_directories(root);
-    std::string pattern = (root / "zl_sfcl_XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed under " + root.string());
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    if (!::testing::Test::HasFailure()) fs::remove_all(path_, ignored);
-  }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
-
 OfflineTable small_table() {
   // 3 kinds x 2 buckets, 2 layers x 3 channels.
   OfflineTableBuilder b(3, 2, 2, 3);
@@ -284,7 +265,7 @@ TEST(OetTable, BuildAveragesPerRowAndStoresOnlyDeviations) {
 }
 
 TEST(OetTable, SaveLoadRoundTrip) {
-  TempDir dir;
+  TempDir dir("zl_sfcl");
   auto t = small_table();
   save_offline_table(t, dir / "table.bin");
   auto u = load_offline_table(dir / "table.bin");
@@ -303,7 +284,7 @@ TEST(OetTable, SaveLoadRoundTrip) {
 }
 
 TEST(OetTable, CorruptOrForeignFilesAreErrorsNamingTheFile) {
-  TempDir dir;
+  TempDir dir("zl_sfcl");
   save_offline_table(small_table(), dir / "table.bin");
   const auto size = fs::file_size(dir / "table.bin");
   fs::copy_file(dir / "table.bin", dir / "short.bin");

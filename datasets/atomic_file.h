@@ -4,10 +4,7 @@
 // (a full disk, a file-size limit) throws an error naming the file and the
 // reason, and leaves the old file and no temporary behind.
 #pragma once
-#include <sstream>
 #include <string>
-
-#include <torch/serialize.h>
 
 namespace zl {
 
@@ -20,15 +17,5 @@ std::string temporary_name(const std::string& path, const std::string& host, lon
 // when they were killed (their pid is gone); a live process's are kept, and
 // another host's (a shared file system) are never touched. Returns how many.
 int remove_stale_temporaries(const std::string& dir);
-
-// What torch::save would write to a file, as bytes in memory: LibTorch's
-// file writer reports a failed write by throwing from its destructor, which
-// ends the process; in memory nothing fails, and the write is ours to check.
-template <class T>
-std::string torch_bytes(const T& value) {
-  std::ostringstream out;
-  torch::save(value, out);
-  return out.str();
-}
 
 }  // namespace zl

@@ -1,4 +1,4 @@
-#include "sim/atomic_file.h"
+#include "datasets/atomic_file.h"
 
 #include <fcntl.h>
 #include <signal.h>
