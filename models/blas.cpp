@@ -275,4 +275,10 @@ ZL_CLONES void gelu_inplace(float* __restrict x, int64_t n) {
   for (int64_t i = n16; i < n; ++i) x[i] = gelu1(x[i]);
 }
 
+ZL_CLONES void scale_by_sigmoid(float* __restrict u, const float* __restrict z, int64_t n, float s) {
+  const int64_t n16 = n / 16 * 16;
+  for (int64_t i = 0; i < n16; i += 16) store16(u + i, load16(u + i) * (s / (1.0f + exp16(-load16(z + i)))));
+  for (int64_t i = n16; i < n; ++i) u[i] *= s / (1.0f + std::exp(-z[i]));
+}
+
 }  // namespace zl

@@ -40,5 +40,7 @@ void weighted_rows(const float* p, const float* V, int64_t n, int64_t D, float* 
 // an ATen call inside the step would wake LibTorch's threads (spin_team.h).
 void softmax_inplace(float* x, int64_t n);
 void gelu_inplace(float* x, int64_t n);
+// u[n] <- u[n] · s·sigmoid(z[n]): sfcl's correction of the MLP input (models/correction.h).
+void scale_by_sigmoid(float* u, const float* z, int64_t n, float s);
 
 }  // namespace zl

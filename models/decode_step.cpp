@@ -29,23 +29,35 @@ void layer_norm(const float* x, const float* w, const float* b, float* y, int64_
 
 }  // namespace
 
-bool DecodeStep::supports(const Transformer& model) {
+bool DecodeStep::supports(const Transformer& model, std::string* why) {
+  auto no = [&](const std::string& reason) {
+    if (why) *why = reason;
+    return false;
+  };
   const auto& w = model->wte->weight;
-  if (!w.device().is_cpu() || w.scalar_type() != torch::kFloat || model->is_training()) return false;
-  if (model->cfg.fused.any() || model->cfg.correction_hidden > 0) return false;  // key weighting has no parameters of its own to betray it
+  if (!w.device().is_cpu()) return no("the model is not on the CPU");
+  if (w.scalar_type() != torch::kFloat) return no("the model is not float32");
+  if (model->is_training()) return no("the model is in training mode");
+  // Key weighting has no parameters of its own to betray it.
+  if (model->cfg.fused.any()) return no("fused's parts (key weighting, value distillation, logits gate) have no fast step yet");
   std::set<std::string> expected{"wte.weight", "wpe.weight", "ln_f.weight", "ln_f.bias"};
   for (int64_t l = 0; l < model->cfg.layers; ++l) {
     const std::string p = "blocks." + std::to_string(l) + ".";
     for (const char* n : {"ln1.weight", "ln1.bias", "attn.qkv.weight", "attn.proj.weight", "ln2.weight", "ln2.bias",
                           "mlp.fc.weight", "mlp.proj.weight"})
       expected.insert(p + n);
+    if (model->cfg.correction_hidden > 0)
+      for (const char* n : {"correction.fc.weight", "correction.fc.bias", "correction.out.weight", "correction.out.bias"})
+        expected.insert(p + n);
   }
   int64_t seen = 0;
   for (const auto& p : model->named_parameters()) {
-    if (!expected.count(p.key()) || !p.value().is_contiguous()) return false;
+    if (!expected.count(p.key())) return no("its parameter " + p.key() + " is not one the fast step knows");
+    if (!p.value().is_contiguous()) return no("its parameter " + p.key() + " is not contiguous");
     ++seen;
   }
-  return seen == static_cast<int64_t>(expected.size());
+  if (seen != static_cast<int64_t>(expected.size())) return no("it lacks parameters the fast step reads");
+  return true;
 }
 
 DecodeStep::DecodeStep(Transformer model)
@@ -69,9 +81,18 @@ DecodeStep::DecodeStep(Transformer model)
   eps_ = model_->ln_f->options.eps();
   for (int64_t l = 0; l < model_->cfg.layers; ++l) {
     const std::string p = "blocks." + std::to_string(l) + ".";
-    layers_.push_back({ptr(params[p + "ln1.weight"]), ptr(params[p + "ln1.bias"]), t(p + "attn.qkv.weight"),
-                       t(p + "attn.proj.weight"), ptr(params[p + "ln2.weight"]), ptr(params[p + "ln2.bias"]),
-                       t(p + "mlp.fc.weight"), t(p + "mlp.proj.weight")});
+    Layer L{ptr(params[p + "ln1.weight"]), ptr(params[p + "ln1.bias"]), t(p + "attn.qkv.weight"),
+            t(p + "attn.proj.weight"), ptr(params[p + "ln2.weight"]), ptr(params[p + "ln2.bias"]),
+            t(p + "mlp.fc.weight"), t(p + "mlp.proj.weight"), (*model_->blocks)[l]->as<Block>()};
+    if (L.block->correction) {
+      L.corr_fc = t(p + "correction.fc.weight");
+      L.corr_fc_b = ptr(params[p + "correction.fc.bias"]);
+      L.corr_out = t(p + "correction.out.weight");
+      L.corr_out_b = ptr(params[p + "correction.out.bias"]);
+      L.corr_hidden = model_->cfg.correction_hidden;
+      L.corr_scale = static_cast<float>(L.block->correction->scale);
+    }
+    layers_.push_back(L);
   }
   if (aten_threads_ > 1) at::set_num_threads(1);
 }
@@ -88,12 +109,17 @@ void DecodeStep::split(int64_t n, bool alone, const std::function<void(int64_t, 
 }
 
 void DecodeStep::product(int64_t M, int64_t N, int64_t K, const float* A, const float* P, float* C, bool alone,
-                         bool gelu) {
+                         bool gelu, const float* bias) {
   auto block = [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
     panels_product(m1 - m0, N, K, A + m0 * K, P, C + m0 * N, p0, p1);
-    if (!gelu) return;
+    if (!gelu && !bias) return;
     const int64_t begin = p0 * kPanel, end = std::min(N, p1 * kPanel);
-    for (int64_t r = m0; r < m1; ++r) gelu_inplace(C + r * N + begin, end - begin);
+    for (int64_t r = m0; r < m1; ++r) {
+      float* c = C + r * N;
+      if (bias)
+        for (int64_t i = begin; i < end; ++i) c[i] += bias[i];
+      if (gelu) gelu_inplace(c + begin, end - begin);
+    }
   };
   const int64_t panels = panel_count(N);
   if (alone) return block(0, M, 0, panels);
@@ -132,7 +158,7 @@ torch::Tensor DecodeStep::prefill(const std::vector<std::vector<int32_t>>& promp
   for (int64_t b = 0; b < B; ++b) {
     TORCH_CHECK(!prompts[b].empty(), "DecodeStep::prefill: an empty prompt");
     const int64_t n = prompts[b].size();
-    for (int64_t t = 0; t < n; ++t) rows.push_back({b, prompts[b][t], t, t + 1 == n});
+    for (int64_t t = 0; t < n; ++t) rows.push_back({b, prompts[b][t], t, t + 1 == n, t});
   }
   auto logits = run_rows(rows, cache);
   int64_t* lengths = cache.lengths.data_ptr<int64_t>();
@@ -149,6 +175,7 @@ torch::Tensor DecodeStep::run_rows(const std::vector<Row>& rows, KVCache& cache)
     wanted += r.logits;
   }
   auto logits = torch::empty({wanted, V}, torch::TensorOptions().dtype(torch::kFloat));
+  plan_corrections(rows, cache.batch());
   // Whole sequences per team member, cut near equal row counts (rows come
   // sequence by sequence): a member's products, attention and cache slots
   // then touch nothing another member writes. Splitting each product across
@@ -236,6 +263,7 @@ void DecodeStep::through_layers(const Row* rows, int64_t M, KVCache& cache, floa
     product(M, C, C, y, L.proj, a, alone);
     for (int64_t i = 0; i < M * C; ++i) x[i] += a[i];
     for (int64_t m = 0; m < M; ++m) layer_norm(x + m * C, L.ln2_w, L.ln2_b, h + m * C, C, eps_);
+    correct(l, rows, M, h, alone);
     product(M, F, C, h, L.fc, f, alone, /*gelu=*/true);
     product(M, C, F, f, L.mlp_proj, a, alone);
     for (int64_t i = 0; i < M * C; ++i) x[i] += a[i];
@@ -245,6 +273,49 @@ void DecodeStep::through_layers(const Row* rows, int64_t M, KVCache& cache, floa
   for (int64_t m = 0; m < M; ++m)
     if (rows[m].logits) layer_norm(x + m * C, lnf_w_, lnf_b_, last + (w++) * C, C, eps_);
   product(wanted, V, C, last, wte_panels_, logits, alone);
+}
+
+void DecodeStep::plan_corrections(const std::vector<Row>& rows, int64_t batch) {
+  int64_t per_sequence = 1;  // rows of one sequence in this call (a prefill's prompt)
+  for (const Row& r : rows) per_sequence = std::max(per_sequence, r.offset + 1);
+  corrections_.assign(layers_.size(), CorrectionPlan{});
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const Layer& L = layers_[l];
+    if (L.corr_hidden == 0) continue;  // no module: the baseline's block
+    CorrectionPlan& p = corrections_[l];
+    p.mode = L.block->correction_mode;
+    if (p.mode != CorrectionMode::Override) continue;
+    const torch::Tensor& c = L.block->correction_override;
+    TORCH_CHECK(c.defined() && c.dim() == 3 && c.size(0) == batch && c.size(2) == model_->cfg.dim,
+                "DecodeStep: layer ", l, "'s correction coefficients are not [B,T,C] for this batch");
+    TORCH_CHECK(c.size(1) == 1 || c.size(1) >= per_sequence, "DecodeStep: layer ", l, "'s correction coefficients cover ",
+                c.size(1), " rows of a sequence, not ", per_sequence);
+    p.coefficients = c.to(torch::kCPU, torch::kFloat).contiguous();
+  }
+}
+
+void DecodeStep::correct(size_t l, const Row* rows, int64_t M, float* u, bool alone) {
+  const CorrectionPlan& plan = corrections_[l];
+  const int64_t C = model_->cfg.dim;
+  if (plan.mode == CorrectionMode::Identity) return;
+  if (plan.mode == CorrectionMode::Override) {  // c given per sequence and row (oet's lookups)
+    const int64_t T = plan.coefficients.size(1);
+    const float* c = plan.coefficients.data_ptr<float>();
+    for (int64_t m = 0; m < M; ++m) {
+      const int64_t t = T == 1 ? 0 : rows[m].offset;  // in range: plan_corrections checked
+      const float* cm = c + (rows[m].sequence * T + t) * C;
+      for (int64_t i = 0; i < C; ++i) u[m * C + i] *= cm[i];
+    }
+    return;
+  }
+  // The module: c = s·sigmoid(W2·gelu(W1·u + b1) + b2), u <- u·c.
+  const Layer& L = layers_[l];
+  thread_local std::vector<float> hidden, z;  // per member: sequences of a batch run on several at once
+  hidden.resize(M * L.corr_hidden);
+  z.resize(M * C);
+  product(M, L.corr_hidden, C, u, L.corr_fc, hidden.data(), alone, /*gelu=*/true, L.corr_fc_b);
+  product(M, C, L.corr_hidden, hidden.data(), L.corr_out, z.data(), alone, /*gelu=*/false, L.corr_out_b);
+  scale_by_sigmoid(u, z.data(), M * C, L.corr_scale);
 }
 
 }  // namespace zl

@@ -1,4 +1,4 @@
-// The baseline transformer's one-token decode step, hand-written for the CPU
+// The transformer's one-token decode step, hand-written for the CPU
 // (SPEC §7 "fast path beside a slow, obvious reference", STYLE §7): at batch
 // 8 a LibTorch step is some 130 dispatched operators, each costing more
 // than its arithmetic. Here the step is plain loops over the weights and the
@@ -16,10 +16,17 @@
 // cache), so the two paths can be mixed within one decode, and they are
 // tested against each other (same logits after a prefill, steps and a
 // rollback; same cache; same greedy tokens).
+//
+// Variants on it (issue 12): sfcl's and oet's correction between attention
+// and the MLP (models/correction.h), read from each block at every call as
+// the reference path reads it: the module (packed like the other weights),
+// the coefficients a stage set (oet's table lookups, per sequence and
+// position), or none.
 #pragma once
 #include <torch/torch.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "models/spin_team.h"
@@ -30,8 +37,9 @@ namespace zl {
 class DecodeStep {
  public:
   // Whether `model` can take this path: CPU float32, eval mode, and nothing
-  // but the baseline's parameters (a variant's extra parts use the reference).
-  static bool supports(const Transformer& model);
+  // but the baseline's parameters and sfcl's correction modules (the other
+  // variants' parts use the reference). When not, `why` says what stops it.
+  static bool supports(const Transformer& model, std::string* why = nullptr);
 
   explicit DecodeStep(Transformer model);
   ~DecodeStep();
@@ -51,6 +59,17 @@ class DecodeStep {
  private:
   struct Layer {
     const float *ln1_w, *ln1_b, *qkv, *proj, *ln2_w, *ln2_b, *fc, *mlp_proj;
+    BlockImpl* block;  // its correction mode and coefficients, read at each call
+    // The correction module's panels and biases (sfcl, oet); hidden 0: none.
+    const float *corr_fc = nullptr, *corr_fc_b = nullptr, *corr_out = nullptr, *corr_out_b = nullptr;
+    int64_t corr_hidden = 0;
+    float corr_scale = 1;
+  };
+  // A layer's correction for one call, resolved before the team runs (its
+  // coefficients as CPU float32, read by the members).
+  struct CorrectionPlan {
+    CorrectionMode mode = CorrectionMode::Identity;
+    torch::Tensor coefficients;  // Override: [B,T,C], T = 1 (every row) or the rows of each sequence
   };
   Transformer model_;
   std::vector<Layer> layers_;         // matrices packed as panels for models/blas.h
@@ -59,11 +78,14 @@ class DecodeStep {
   double eps_ = 1e-5;
   std::unique_ptr<SpinTeam> team_;
   int aten_threads_ = 1;  // LibTorch's thread count before the step took them
+  std::vector<CorrectionPlan> corrections_;  // per layer, for the call under way
 
-  // One token of one sequence at one position; `logits`: return its logits.
+  // One token of one sequence at one position; `logits`: return its logits;
+  // `offset`: its index among the rows of its sequence in this call.
   struct Row {
     int64_t sequence, token, position;
     bool logits;
+    int64_t offset = 0;
   };
   // The transformer over rows, sequence by sequence (their keys and values
   // written to the cache; lengths untouched): the logits of the rows that
@@ -73,11 +95,15 @@ class DecodeStep {
   // each product and the attention (one sequence); logits to `logits`.
   void through_layers(const Row* rows, int64_t M, KVCache& cache, float* logits, bool alone);
 
-  // C[M×N] = A·Wᵀ from W's panels P (then GELU if asked): on this thread
-  // alone, or split across the team by rows when there are many (a
+  // C[M×N] = A·Wᵀ (+ bias, then GELU, if asked) from W's panels P: on this
+  // thread alone, or split across the team by rows when there are many (a
   // prefill), else by panels.
   void product(int64_t M, int64_t N, int64_t K, const float* A, const float* P, float* C, bool alone,
-               bool gelu = false);
+               bool gelu = false, const float* bias = nullptr);
+  // The correction of layer l applied to the MLP inputs u [M,C] of `rows`.
+  void correct(size_t l, const Row* rows, int64_t M, float* u, bool alone);
+  // corrections_ for a call over `rows`; throws here, not in a team member.
+  void plan_corrections(const std::vector<Row>& rows, int64_t batch);
   // body(begin, end) over [0, n): all of it here if `alone`, else in a few
   // contiguous ranges per team member.
   void split(int64_t n, bool alone, const std::function<void(int64_t, int64_t)>& body);

@@ -73,10 +73,11 @@ DecodeOutput decode(Transformer& model, const std::vector<std::vector<int32_t>>&
                     at::Generator& gen, DecodeHook* hook) {
   torch::NoGradGuard no_grad;
   model->eval();
-  std::optional<DecodeStep> fast;
-  if (opt.fast_step && DecodeStep::supports(model)) fast.emplace(model);
-  const auto dev = model->wte->weight.device();
   DecodeOutput out;
+  std::optional<DecodeStep> fast;
+  if (opt.fast_step && DecodeStep::supports(model, &out.step_note)) fast.emplace(model);
+  out.fast_step = fast.has_value();
+  const auto dev = model->wte->weight.device();
   out.continuations.resize(prompts.size());
   out.timings.resize(prompts.size());
   const auto start_all = Clock::now();

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "models/sampling.h"
@@ -66,6 +67,8 @@ struct DecodeOutput {
   double seconds = 0;                               // wall time of the whole decode
   int64_t kept_tokens = 0;                          // tokens in continuations
   int64_t kv_bytes_per_token = 0;
+  bool fast_step = false;      // the hand-written step decoded (models/decode_step.h)
+  std::string step_note;       // asked for the fast step but not on it: why not
 
   // Records request `item`: its generated tokens (a final eos is dropped),
   // their count in kept_tokens, and its timing.

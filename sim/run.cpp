@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "datasets/contracts_checker.h"
 #include "models/factory.h"
@@ -108,6 +109,11 @@ RunRecord execute_run(const RunConfig& cfg) {
   DecodeOptions opt = decode_options(cfg.decode, ds.tokenizer->eos_id());
   at::Generator gen = make_generator(sampling_seed(cfg, 7919) + 17);
   DecodeOutput quality = stage->decode(ctx, prompts.tokens, opt, gen, /*logged=*/true);
+  // Which step decoded: asked for the fast one, a variant it cannot serve falls back, and says so.
+  m["decode_fast_step"] = quality.fast_step ? 1 : 0;
+  if (opt.fast_step && !quality.fast_step && cfg.output.verbosity > 0)
+    std::fprintf(stderr, "note: decode.step = fast, but variant %s decodes on the reference step: %s\n",
+                 cfg.variant.c_str(), quality.step_note.empty() ? "its stage has no fast step yet" : quality.step_note.c_str());
 
   std::vector<RequestTiming> timings;
   double timed_seconds = 0;

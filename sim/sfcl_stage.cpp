@@ -4,9 +4,11 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "datasets/batch_sampler.h"
 #include "datasets/corpus.h"
+#include "models/decode_step.h"
 #include "sim/metrics.h"
 #include "sim/trainer.h"
 
@@ -40,10 +42,12 @@ std::vector<double> correction_deviations(Transformer& model, const torch::Tenso
 
 std::pair<double, double> replay_step_ms(Transformer& model, const std::vector<std::vector<int32_t>>& prompts,
                                          const std::vector<std::vector<int32_t>>& continuations, int64_t batch,
-                                         int64_t max_new_tokens) {
+                                         int64_t max_new_tokens, bool fast_step) {
   using Clock = std::chrono::steady_clock;
   torch::NoGradGuard no_grad;
   model->eval();
+  std::optional<DecodeStep> fast;  // reads the mode set before each call, as the reference path does
+  if (fast_step && DecodeStep::supports(model)) fast.emplace(model);
   const auto dev = model->wte->weight.device();
   const int64_t max_prompt = std::max<int64_t>(1, model->cfg.context - max_new_tokens);
   double seconds[2] = {0, 0};  // [0] module, [1] identity
@@ -67,11 +71,12 @@ std::pair<double, double> replay_step_ms(Transformer& model, const std::vector<s
       for (size_t j = 0; j < p[i].size(); ++j) tokens[i][j] = p[i][j];
       lens[i] = p[i].size();
     }
-    // The fed tokens of each step, built before timing: [S,B,1].
+    // The fed tokens of each step, built before timing: [S,B,1], and per step for the fast step.
     auto feed = torch::zeros({S, B, 1}, torch::kLong);
+    std::vector<std::vector<int64_t>> fed(S, std::vector<int64_t>(B, 0));
     for (int64_t i = 0; i < B; ++i) {
       const auto& c = continuations[first + i];
-      for (int64_t s = 0; s < S && s < static_cast<int64_t>(c.size()); ++s) feed[s][i][0] = c[s];
+      for (int64_t s = 0; s < S && s < static_cast<int64_t>(c.size()); ++s) feed[s][i][0] = fed[s][i] = c[s];
     }
     feed = feed.to(dev);
     // Two caches in lockstep, one per mode: each step is timed with the
@@ -81,15 +86,22 @@ std::pair<double, double> replay_step_ms(Transformer& model, const std::vector<s
     const CorrectionMode modes[2] = {CorrectionMode::Module, CorrectionMode::Identity};
     for (int k = 0; k < 2; ++k) {
       model->set_correction_mode(modes[k]);
-      model->forward(tokens.to(dev), caches[k]);
-      caches[k].lengths.copy_(torch::tensor(lens, torch::kLong).to(dev));
+      if (fast) {
+        fast->prefill(p, caches[k]);
+      } else {
+        model->forward(tokens.to(dev), caches[k]);
+        caches[k].lengths.copy_(torch::tensor(lens, torch::kLong).to(dev));
+      }
     }
     for (int64_t s = 0; s < S; ++s) {
       for (int j = 0; j < 2; ++j) {
         const int k = (s + j) % 2;
         model->set_correction_mode(modes[k]);
         const auto start = Clock::now();
-        model->forward(feed[s], caches[k]);
+        if (fast)
+          fast->forward(fed[s], caches[k]);
+        else
+          model->forward(feed[s], caches[k]);
         seconds[k] += std::chrono::duration<double>(Clock::now() - start).count();
       }
     }
@@ -180,7 +192,7 @@ void SfclStage::finish(const StageContext& ctx, const Prompts& prompts, const De
   double with = std::numeric_limits<double>::infinity(), without = with;
   for (int rep = 0; rep < 3; ++rep) {
     auto [a, b] = replay_step_ms(ctx.model, prompts.tokens, quality.continuations, ctx.cfg.decode.batch,
-                                 ctx.cfg.decode.max_new_tokens);
+                                 ctx.cfg.decode.max_new_tokens, ctx.cfg.decode.step == "fast");
     if (a + b < with + without) with = a, without = b;
   }
   m["sfcl_step_ms_module"] = with;

@@ -41,10 +41,12 @@ std::vector<double> correction_deviations(Transformer& model, const torch::Tenso
 
 // Milliseconds per decode step (module, identity) of replaying
 // `continuations` after `prompts` through the KV cache (teacher-forced), in
-// batches of `batch`; the two modes timed step by step, back to back.
+// batches of `batch`; the two modes timed step by step, back to back, on
+// the step the decode used (`fast_step`: the hand-written one, where the
+// model allows it).
 std::pair<double, double> replay_step_ms(Transformer& model, const std::vector<std::vector<int32_t>>& prompts,
                                          const std::vector<std::vector<int32_t>>& continuations, int64_t batch,
-                                         int64_t max_new_tokens);
+                                         int64_t max_new_tokens, bool fast_step);
 
 // Tokens [N] int32 of the held-out documents of `corpus` (encoded with `tok`,
 // eos between documents), only as many documents as give `enough` tokens.

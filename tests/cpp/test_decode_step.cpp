@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <thread>
 
 #include "models/blas.h"
@@ -80,38 +81,113 @@ TEST(SpinTeam, RunsEveryPartOnceAndWakesAfterSleeping) {
   EXPECT_EQ(calls, 4);
 }
 
-TEST(DecodeStep, SameLogitsAndCacheAsTheReferencePath) {
-  torch::manual_seed(4);
-  Transformer model(shape());
+// A prefill of 3 prompts, a rollback and 10 steps on both paths, on
+// `threads` threads: the same logits, lengths and cache contents. `before`
+// sets the model's per-call state (a variant's) for a call of T rows per
+// sequence, before each call on either path.
+void expect_paths_agree(Transformer& model, int threads, const std::function<void(int64_t T)>& before = nullptr) {
+  const int saved = at::get_num_threads();
+  at::set_num_threads(threads);
   model->eval();
   torch::NoGradGuard no_grad;
   ASSERT_TRUE(DecodeStep::supports(model));
-  DecodeStep fast(model);
-  auto ref = model->make_cache(3), mine = model->make_cache(3);
-  auto prompt = torch::randint(61, {3, 6}, torch::kLong);
-  auto want_last = model->forward(prompt, ref).select(1, 5);  // [3,V]
-  std::vector<std::vector<int32_t>> prompts(3);
-  for (int64_t b = 0; b < 3; ++b)
-    for (int64_t t = 0; t < 6; ++t) prompts[b].push_back(static_cast<int32_t>(prompt[b][t].item<int64_t>()));
-  auto got_last = fast.prefill(prompts, mine);  // all 18 rows at once, the head for the last ones
-  ASSERT_TRUE(torch::allclose(got_last, want_last, 1e-4, 1e-4)) << (got_last - want_last).abs().max().item<float>();
-  ASSERT_TRUE(torch::equal(ref.lengths, mine.lengths));
-  ref.truncate(1, 2);  // sequences of different lengths, one rolled back
-  mine.truncate(1, 2);
-  for (int step = 0; step < 10; ++step) {
-    std::vector<int64_t> tok{(step * 7) % 61, (step * 5 + 3) % 61, (step * 11 + 1) % 61};
-    auto want = model->forward(torch::tensor(tok).view({3, 1}), ref).select(1, 0);
-    auto got = fast.forward(tok, mine);
-    ASSERT_TRUE(torch::allclose(got, want, 1e-4, 1e-4)) << "step " << step << " max diff "
-                                                        << (got - want).abs().max().item<float>();
-  }
-  EXPECT_TRUE(torch::equal(ref.lengths, mine.lengths));
-  for (size_t l = 0; l < ref.layers.size(); ++l)
-    for (int64_t b = 0; b < 3; ++b) {
-      const int64_t n = ref.lengths[b].item<int64_t>();
-      EXPECT_TRUE(torch::allclose(ref.layers[l].k[b].narrow(1, 0, n), mine.layers[l].k[b].narrow(1, 0, n), 1e-5, 1e-5));
-      EXPECT_TRUE(torch::allclose(ref.layers[l].v[b].narrow(1, 0, n), mine.layers[l].v[b].narrow(1, 0, n), 1e-5, 1e-5));
+  {
+    DecodeStep fast(model);
+    const int64_t V = model->cfg.vocab;
+    auto ref = model->make_cache(3), mine = model->make_cache(3);
+    auto prompt = torch::randint(V, {3, 6}, torch::kLong);
+    if (before) before(6);
+    auto want_last = model->forward(prompt, ref).select(1, 5);  // [3,V]
+    std::vector<std::vector<int32_t>> prompts(3);
+    for (int64_t b = 0; b < 3; ++b)
+      for (int64_t t = 0; t < 6; ++t) prompts[b].push_back(static_cast<int32_t>(prompt[b][t].item<int64_t>()));
+    if (before) before(6);
+    auto got_last = fast.prefill(prompts, mine);  // all 18 rows at once, the head for the last ones
+    ASSERT_TRUE(torch::allclose(got_last, want_last, 1e-4, 1e-4)) << (got_last - want_last).abs().max().item<float>();
+    ASSERT_TRUE(torch::equal(ref.lengths, mine.lengths));
+    ref.truncate(1, 2);  // sequences of different lengths, one rolled back
+    mine.truncate(1, 2);
+    for (int step = 0; step < 10; ++step) {
+      std::vector<int64_t> tok{(step * 7) % V, (step * 5 + 3) % V, (step * 11 + 1) % V};
+      if (before) before(1);
+      auto want = model->forward(torch::tensor(tok).view({3, 1}), ref).select(1, 0);
+      if (before) before(1);
+      auto got = fast.forward(tok, mine);
+      ASSERT_TRUE(torch::allclose(got, want, 1e-4, 1e-4)) << "step " << step << " max diff "
+                                                          << (got - want).abs().max().item<float>();
     }
+    EXPECT_TRUE(torch::equal(ref.lengths, mine.lengths));
+    for (size_t l = 0; l < ref.layers.size(); ++l)
+      for (int64_t b = 0; b < 3; ++b) {
+        const int64_t n = ref.lengths[b].item<int64_t>();
+        EXPECT_TRUE(torch::allclose(ref.layers[l].k[b].narrow(1, 0, n), mine.layers[l].k[b].narrow(1, 0, n), 1e-5, 1e-5));
+        EXPECT_TRUE(torch::allclose(ref.layers[l].v[b].narrow(1, 0, n), mine.layers[l].v[b].narrow(1, 0, n), 1e-5, 1e-5));
+      }
+  }
+  at::set_num_threads(saved);
+}
+
+TEST(DecodeStep, SameLogitsAndCacheAsTheReferencePath) {
+  torch::manual_seed(4);
+  Transformer model(shape());
+  for (int threads : {1, 2}) expect_paths_agree(model, threads);
+}
+
+// sfcl's and oet's correction between attention and the MLP (issue 12): the
+// module in both forms, switched off, and coefficients set per sequence and
+// row as oet's stage sets them, for a prefill and for steps.
+Transformer corrected_model(bool centered) {
+  ModelConfig c = shape();
+  c.correction_hidden = 8;
+  c.correction_centered = centered;
+  Transformer model(c);
+  torch::NoGradGuard no_grad;
+  for (auto& p : model->named_parameters())  // far from the identity it starts at, so that a slip shows
+    if (p.key().find("correction") != std::string::npos) p.value().normal_(0, 0.5);
+  return model;
+}
+
+TEST(DecodeStep, CorrectionModuleInBothFormsAndOff) {
+  for (bool centered : {true, false}) {
+    torch::manual_seed(7);
+    Transformer model = corrected_model(centered);
+    for (int threads : {1, 2}) expect_paths_agree(model, threads);
+    model->set_correction_mode(CorrectionMode::Identity);  // sfcl.at_inference = off
+    expect_paths_agree(model, 2);
+    model->set_correction_mode(CorrectionMode::Module);
+  }
+}
+
+TEST(DecodeStep, CorrectionCoefficientsPerSequenceAndRow) {
+  torch::manual_seed(8);
+  Transformer model = corrected_model(true);
+  const int64_t L = model->cfg.layers, C = model->cfg.dim;
+  for (int threads : {1, 2}) {
+    int64_t call = 0;
+    expect_paths_agree(model, threads, [&](int64_t T) {
+      // Two calls each (reference, then fast) see the same coefficients; a
+      // call in three leaves one layer without an event (Identity) as oet does.
+      const int64_t pair = call++ / 2;
+      torch::manual_seed(100 + pair);
+      std::vector<torch::Tensor> per_layer;
+      for (int64_t l = 0; l < L; ++l) per_layer.push_back(torch::rand({3, T, C}) * 2);
+      model->set_correction_override(per_layer);
+      if (pair % 3 == 2) (*model->blocks)[1]->as<Block>()->correction_mode = CorrectionMode::Identity;
+    });
+  }
+  model->set_correction_mode(CorrectionMode::Module);
+}
+
+TEST(DecodeStep, CoefficientsOfAnotherShapeAreRefused) {
+  Transformer model = corrected_model(true);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  DecodeStep fast(model);
+  auto cache = model->make_cache(2);
+  model->set_correction_override({torch::ones({2, 2, model->cfg.dim}), torch::ones({2, 2, model->cfg.dim})});
+  EXPECT_THROW(fast.prefill({{1, 2, 3}, {4}}, cache), c10::Error);  // 2 rows for a 3-token prompt
+  model->set_correction_override({torch::ones({3, 1, model->cfg.dim}), torch::ones({3, 1, model->cfg.dim})});
+  EXPECT_THROW(fast.prefill({{1, 2, 3}, {4}}, cache), c10::Error);  // another batch
 }
 
 // Two members: a batch is cut into whole sequences, one group each (the
@@ -155,9 +231,7 @@ TEST(DecodeStep, RefusesWhatItCannotRun) {
   EXPECT_FALSE(DecodeStep::supports(model));
 }
 
-TEST(DecodeStep, DecodeGivesTheSameTokensOnBothPaths) {
-  torch::manual_seed(5);
-  Transformer model(shape());
+void expect_same_tokens(Transformer& model) {
   std::vector<std::vector<int32_t>> prompts{{1, 2, 3}, {4}, {5, 6, 7, 8, 9}};
   DecodeOptions opt;
   opt.max_new_tokens = 8;
@@ -168,6 +242,14 @@ TEST(DecodeStep, DecodeGivesTheSameTokensOnBothPaths) {
   opt.fast_step = false;
   auto ref = decode(model, prompts, opt, g2);
   EXPECT_EQ(fast.continuations, ref.continuations);
+}
+
+TEST(DecodeStep, DecodeGivesTheSameTokensOnBothPaths) {
+  torch::manual_seed(5);
+  Transformer model(shape());
+  expect_same_tokens(model);
+  Transformer corrected = corrected_model(true);
+  expect_same_tokens(corrected);
 }
 
 }  // namespace
