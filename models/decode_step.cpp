@@ -38,9 +38,10 @@ bool DecodeStep::supports(const Transformer& model, std::string* why) {
   if (!w.device().is_cpu()) return no("the model is not on the CPU");
   if (w.scalar_type() != torch::kFloat) return no("the model is not float32");
   if (model->is_training()) return no("the model is in training mode");
-  // Key weighting has no parameters of its own to betray it.
-  if (model->cfg.fused.any()) return no("fused's parts (key weighting, value distillation, logits gate) have no fast step yet");
+  const FusedOptions& f = model->cfg.fused;
   std::set<std::string> expected{"wte.weight", "wpe.weight", "ln_f.weight", "ln_f.bias"};
+  if (f.gate)
+    for (const char* n : {"gate.fc1.weight", "gate.fc1.bias", "gate.fc2.weight", "gate.fc2.bias"}) expected.insert(n);
   for (int64_t l = 0; l < model->cfg.layers; ++l) {
     const std::string p = "blocks." + std::to_string(l) + ".";
     for (const char* n : {"ln1.weight", "ln1.bias", "attn.qkv.weight", "attn.proj.weight", "ln2.weight", "ln2.bias",
@@ -49,6 +50,7 @@ bool DecodeStep::supports(const Transformer& model, std::string* why) {
     if (model->cfg.correction_hidden > 0)
       for (const char* n : {"correction.fc.weight", "correction.fc.bias", "correction.out.weight", "correction.out.bias"})
         expected.insert(p + n);
+    if (f.value_rank > 0) expected.insert(p + "attn.value_proj");
   }
   int64_t seen = 0;
   for (const auto& p : model->named_parameters()) {
@@ -79,6 +81,22 @@ DecodeStep::DecodeStep(Transformer model)
   lnf_w_ = ptr(params["ln_f.weight"]);
   lnf_b_ = ptr(params["ln_f.bias"]);
   eps_ = model_->ln_f->options.eps();
+  fused_ = model_->cfg.fused;
+  value_width_ = fused_.value_rank > 0 ? fused_.value_rank : model_->cfg.head_dim();
+  if (fused_.key_weighting_on() && fused_.importance == FusedOptions::Importance::GradNorm) {
+    // Wᵀ p, the head's gradient: a product with Wᵀ [C,V], packed like a weight.
+    auto wt = params["wte.weight"].t().contiguous();
+    packed_.push_back(torch::empty({panel_count(wt.size(0)) * wt.size(1) * kPanel}, wt.options()));
+    pack_panels(ptr(wt), wt.size(0), wt.size(1), packed_.back().data_ptr<float>());
+    wte_t_panels_ = ptr(packed_.back());
+  }
+  if (fused_.gate) {
+    gate_fc1_ = t("gate.fc1.weight");
+    gate_fc1_b_ = ptr(params["gate.fc1.bias"]);
+    gate_fc2_ = t("gate.fc2.weight");
+    gate_fc2_b_ = ptr(params["gate.fc2.bias"]);
+    gate_hidden_ = fused_.gate_hidden;
+  }
   for (int64_t l = 0; l < model_->cfg.layers; ++l) {
     const std::string p = "blocks." + std::to_string(l) + ".";
     Layer L{ptr(params[p + "ln1.weight"]), ptr(params[p + "ln1.bias"]), t(p + "attn.qkv.weight"),
@@ -91,6 +109,10 @@ DecodeStep::DecodeStep(Transformer model)
       L.corr_out_b = ptr(params[p + "correction.out.bias"]);
       L.corr_hidden = model_->cfg.correction_hidden;
       L.corr_scale = static_cast<float>(L.block->correction->scale);
+    }
+    if (fused_.value_rank > 0) {  // P as the reference computes it (the hard form's QR once, here)
+      packed_.push_back(L.block->attn->value_projection().detach().contiguous());
+      L.value_p = ptr(packed_.back());
     }
     layers_.push_back(L);
   }
@@ -216,13 +238,18 @@ void DecodeStep::through_layers(const Row* rows, int64_t M, KVCache& cache, floa
     span = std::max(span, rows[m].position + 1);
     wanted += rows[m].logits;
   }
+  const bool fused = fused_.any();
+  const bool token_imp = fused_.key_weighting_on() && fused_.importance != FusedOptions::Importance::AttnMass;
+  const int64_t G = fused_.gate ? H * fused_.gate_keys : 0, Wv = value_width_;
   auto fopt = torch::TensorOptions().dtype(torch::kFloat);
   auto x_t = torch::empty({M, C}, fopt), h_t = torch::empty({M, C}, fopt), qkv_t = torch::empty({M, 3 * C}, fopt),
        y_t = torch::empty({M, C}, fopt), a_t = torch::empty({M, C}, fopt), f_t = torch::empty({M, F}, fopt),
-       last_t = torch::empty({wanted, C}, fopt);
+       last_t = torch::empty({wanted, C}, fopt), imp_t = torch::empty({token_imp ? M : 0}, fopt),
+       g_t = torch::empty({M, G}, fopt), gl_t = torch::empty({wanted, G}, fopt);
   float *x = x_t.data_ptr<float>(), *h = h_t.data_ptr<float>(), *qkv = qkv_t.data_ptr<float>(),
         *y = y_t.data_ptr<float>(), *a = a_t.data_ptr<float>(), *f = f_t.data_ptr<float>(),
-        *last = last_t.data_ptr<float>();
+        *last = last_t.data_ptr<float>(), *imp = imp_t.data_ptr<float>(), *gate_in = g_t.data_ptr<float>(),
+        *gate_last = gl_t.data_ptr<float>();
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
 
   for (int64_t m = 0; m < M; ++m) {  // token + position embedding
@@ -233,33 +260,52 @@ void DecodeStep::through_layers(const Row* rows, int64_t M, KVCache& cache, floa
     const Layer& L = layers_[l];
     float* kc = cache.layers[l].k.data_ptr<float>();  // [B,H,cap,D]
     float* vc = cache.layers[l].v.data_ptr<float>();
+    if (token_imp) {  // the block's input, as the reference reads it
+      token_importance(M, x, imp, alone);
+      float* cached = cache.layers[l].importance.data_ptr<float>();  // [B,cap]
+      for (int64_t m = 0; m < M; ++m) cached[rows[m].sequence * cap + rows[m].position] = imp[m];
+    }
     for (int64_t m = 0; m < M; ++m) layer_norm(x + m * C, L.ln1_w, L.ln1_b, h + m * C, C, eps_);
     product(M, 3 * C, C, h, L.qkv, qkv, alone);  // [M,3C]: q | k | v, head-major inside each
     // Every row's key and value first: a prefill row reads those of the
-    // earlier rows of its sequence.
+    // earlier rows of its sequence. With value distillation the cache holds
+    // z = P v, r values per head.
     for (int64_t m = 0; m < M; ++m)
       for (int64_t hd = 0; hd < H; ++hd) {
         const float* q = qkv + m * 3 * C + hd * D;
-        const int64_t slot = ((rows[m].sequence * H + hd) * cap + rows[m].position) * D;
-        std::copy(q + C, q + C + D, kc + slot);
-        std::copy(q + 2 * C, q + 2 * C + D, vc + slot);
+        const int64_t slot = (rows[m].sequence * H + hd) * cap + rows[m].position;
+        std::copy(q + C, q + C + D, kc + slot * D);
+        if (!L.value_p) {
+          std::copy(q + 2 * C, q + 2 * C + D, vc + slot * D);
+          continue;
+        }
+        const float* v = q + 2 * C;
+        for (int64_t i = 0; i < Wv; ++i) {
+          float z = 0;
+          for (int64_t d = 0; d < D; ++d) z += L.value_p[i * D + d] * v[d];
+          vc[slot * Wv + i] = z;
+        }
       }
-    // Per (row, head): score the visible slots (j <= position; stale slots
-    // past it, left by a rollback, are not), softmax, weighted sum of values.
-    split(M * H, alone, [&](int64_t begin, int64_t end) {
-      // Each member's scores in its own buffer: a row beside another
-      // member's writes slowed both (models/blas.h).
-      thread_local std::vector<float> own;
-      own.resize(span);
-      float* s = own.data();
-      for (int64_t mh = begin; mh < end; ++mh) {
-        const int64_t m = mh / H, hd = mh % H, n = rows[m].position + 1;
-        const int64_t head = (rows[m].sequence * H + hd) * cap * D;
-        scaled_scores(qkv + m * 3 * C + hd * D, kc + head, n, D, scale, s);
-        softmax_inplace(s, n);
-        weighted_rows(s, vc + head, n, D, y + m * C + hd * D);
-      }
-    });
+    if (fused) {
+      attend_fused(l, rows, M, qkv, y, cache, alone, G > 0 && l + 1 == layers_.size() ? gate_in : nullptr);
+    } else {
+      // Per (row, head): score the visible slots (j <= position; stale slots
+      // past it, left by a rollback, are not), softmax, weighted sum of values.
+      split(M * H, alone, [&](int64_t begin, int64_t end) {
+        // Each member's scores in its own buffer: a row beside another
+        // member's writes slowed both (models/blas.h).
+        thread_local std::vector<float> own;
+        own.resize(span);
+        float* s = own.data();
+        for (int64_t mh = begin; mh < end; ++mh) {
+          const int64_t m = mh / H, hd = mh % H, n = rows[m].position + 1;
+          const int64_t head = (rows[m].sequence * H + hd) * cap * D;
+          scaled_scores(qkv + m * 3 * C + hd * D, kc + head, n, D, scale, s);
+          softmax_inplace(s, n);
+          weighted_rows(s, vc + head, n, D, y + m * C + hd * D);
+        }
+      });
+    }
     product(M, C, C, y, L.proj, a, alone);
     for (int64_t i = 0; i < M * C; ++i) x[i] += a[i];
     for (int64_t m = 0; m < M; ++m) layer_norm(x + m * C, L.ln2_w, L.ln2_b, h + m * C, C, eps_);
@@ -270,9 +316,14 @@ void DecodeStep::through_layers(const Row* rows, int64_t M, KVCache& cache, floa
   }
   // The head only for the rows whose logits are wanted (tied to the embedding).
   int64_t w = 0;
-  for (int64_t m = 0; m < M; ++m)
-    if (rows[m].logits) layer_norm(x + m * C, lnf_w_, lnf_b_, last + (w++) * C, C, eps_);
+  for (int64_t m = 0; m < M; ++m) {
+    if (!rows[m].logits) continue;
+    layer_norm(x + m * C, lnf_w_, lnf_b_, last + w * C, C, eps_);
+    if (G > 0) std::copy(gate_in + m * G, gate_in + (m + 1) * G, gate_last + w * G);
+    ++w;
+  }
   product(wanted, V, C, last, wte_panels_, logits, alone);
+  if (G > 0) gate_logits(wanted, gate_last, logits, alone);
 }
 
 void DecodeStep::plan_corrections(const std::vector<Row>& rows, int64_t batch) {

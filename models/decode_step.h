@@ -21,7 +21,12 @@
 // and the MLP (models/correction.h), read from each block at every call as
 // the reference path reads it: the module (packed like the other weights),
 // the coefficients a stage set (oet's table lookups, per sequence and
-// position), or none.
+// position), or none. And fused's parts (models/fused_options.h), in
+// models/decode_step_fused.cpp: key weighting in both forms with each
+// importance (attn_mass from the cache's running column sums, hidden_norm,
+// and grad_norm by its closed form through the final norm and the head),
+// value distillation (the cache holds z = P v; attention reads r-wide
+// values and maps their sum back through P), and the logits gate.
 #pragma once
 #include <torch/torch.h>
 
@@ -37,8 +42,9 @@ namespace zl {
 class DecodeStep {
  public:
   // Whether `model` can take this path: CPU float32, eval mode, and nothing
-  // but the baseline's parameters and sfcl's correction modules (the other
-  // variants' parts use the reference). When not, `why` says what stops it.
+  // but the baseline's parameters, sfcl's correction modules and fused's
+  // parts (the other variants' parts use the reference). When not, `why`
+  // says what stops it.
   static bool supports(const Transformer& model, std::string* why = nullptr);
 
   explicit DecodeStep(Transformer model);
@@ -64,6 +70,7 @@ class DecodeStep {
     const float *corr_fc = nullptr, *corr_fc_b = nullptr, *corr_out = nullptr, *corr_out_b = nullptr;
     int64_t corr_hidden = 0;
     float corr_scale = 1;
+    const float* value_p = nullptr;  // fused value distillation: P [r,D]
   };
   // A layer's correction for one call, resolved before the team runs (its
   // coefficients as CPU float32, read by the members).
@@ -79,6 +86,12 @@ class DecodeStep {
   std::unique_ptr<SpinTeam> team_;
   int aten_threads_ = 1;  // LibTorch's thread count before the step took them
   std::vector<CorrectionPlan> corrections_;  // per layer, for the call under way
+  // fused (all off for the other variants)
+  FusedOptions fused_;
+  int64_t value_width_ = 0;                 // values per head in the cache: r, or D
+  const float* wte_t_panels_ = nullptr;     // grad_norm: the head's transpose, Wᵀ [C,V], as panels
+  const float *gate_fc1_ = nullptr, *gate_fc1_b_ = nullptr, *gate_fc2_ = nullptr, *gate_fc2_b_ = nullptr;
+  int64_t gate_hidden_ = 0;
 
   // One token of one sequence at one position; `logits`: return its logits;
   // `offset`: its index among the rows of its sequence in this call.
@@ -102,6 +115,17 @@ class DecodeStep {
                bool gelu = false, const float* bias = nullptr);
   // The correction of layer l applied to the MLP inputs u [M,C] of `rows`.
   void correct(size_t l, const Row* rows, int64_t M, float* u, bool alone);
+  // fused (models/decode_step_fused.cpp). Attention of layer l for rows
+  // [0, M): reads q in qkv [M,3C], writes y [M,C] and, when `features` is
+  // given, the gate's query-key cosines [M, H·gate_keys]; each sequence's
+  // rows in order (a row's attn_mass row sums the one before it).
+  void attend_fused(size_t l, const Row* rows, int64_t M, const float* qkv, float* y, KVCache& cache, bool alone,
+                    float* features);
+  // Each row's importance before layer l's block (hidden_norm, grad_norm) from its input x [M,C].
+  void token_importance(int64_t M, const float* x, float* importance, bool alone);
+  // The gate's log factors added to the top-k logits of each of `n` rows.
+  void gate_logits(int64_t n, const float* features, float* logits, bool alone);
+
   // corrections_ for a call over `rows`; throws here, not in a team member.
   void plan_corrections(const std::vector<Row>& rows, int64_t batch);
   // body(begin, end) over [0, n): all of it here if `alone`, else in a few

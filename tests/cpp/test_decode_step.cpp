@@ -120,8 +120,14 @@ void expect_paths_agree(Transformer& model, int threads, const std::function<voi
     for (size_t l = 0; l < ref.layers.size(); ++l)
       for (int64_t b = 0; b < 3; ++b) {
         const int64_t n = ref.lengths[b].item<int64_t>();
-        EXPECT_TRUE(torch::allclose(ref.layers[l].k[b].narrow(1, 0, n), mine.layers[l].k[b].narrow(1, 0, n), 1e-5, 1e-5));
-        EXPECT_TRUE(torch::allclose(ref.layers[l].v[b].narrow(1, 0, n), mine.layers[l].v[b].narrow(1, 0, n), 1e-5, 1e-5));
+        const auto &r = ref.layers[l], &o = mine.layers[l];
+        EXPECT_TRUE(torch::allclose(r.k[b].narrow(1, 0, n), o.k[b].narrow(1, 0, n), 1e-5, 1e-5));
+        EXPECT_TRUE(torch::allclose(r.v[b].narrow(1, 0, n), o.v[b].narrow(1, 0, n), 1e-5, 1e-5));  // z = P v if distilled
+        if (r.mass.defined())  // fused attn_mass: each held row's running column sums over the keys it sees
+          EXPECT_TRUE(torch::allclose(r.mass[b].narrow(1, 0, n).narrow(2, 0, n), o.mass[b].narrow(1, 0, n).narrow(2, 0, n),
+                                      1e-5, 1e-5)) << "layer " << l << " sequence " << b;
+        if (r.importance.defined())
+          EXPECT_TRUE(torch::allclose(r.importance[b].narrow(0, 0, n), o.importance[b].narrow(0, 0, n), 1e-5, 1e-5));
       }
   }
   at::set_num_threads(saved);
@@ -231,6 +237,54 @@ TEST(DecodeStep, RefusesWhatItCannotRun) {
   EXPECT_FALSE(DecodeStep::supports(model));
 }
 
+// Variant fused (issue 12): every option of its three parts, alone and
+// together, with their state (column sums, importance, the distilled cache)
+// through a prefill, a rollback and steps.
+Transformer fused_model(const FusedOptions& f) {
+  ModelConfig c = shape();
+  c.fused = f;
+  Transformer model(c);
+  torch::NoGradGuard no_grad;
+  for (auto& p : model->named_parameters())  // away from the identity-like starts, so that a slip shows
+    if (p.key().find("value_proj") != std::string::npos || p.key().rfind("gate.", 0) == 0) p.value().normal_(0, 0.7);
+  return model;
+}
+
+TEST(DecodeStep, FusedKeyWeightingInBothFormsWithEachImportance) {
+  using KW = FusedOptions::KeyWeighting;
+  using Imp = FusedOptions::Importance;
+  for (KW form : {KW::Scale, KW::Bias})
+    for (Imp imp : {Imp::AttnMass, Imp::HiddenNorm, Imp::GradNorm}) {
+      FusedOptions f;
+      f.key_weighting = form;
+      f.importance = imp;
+      f.alpha = 0.3;  // strong enough that distance matters over 16 positions
+      torch::manual_seed(9);
+      Transformer model = fused_model(f);
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE("form " + std::to_string(static_cast<int>(form)) + " importance " +
+                     std::to_string(static_cast<int>(imp)) + " threads " + std::to_string(threads));
+        expect_paths_agree(model, threads);
+      }
+    }
+}
+
+TEST(DecodeStep, FusedValueDistillationAndGate) {
+  for (int which = 0; which < 4; ++which) {
+    FusedOptions f;
+    if (which == 0 || which == 3) f.value_rank = 3;  // penalty form
+    if (which == 1) f.value_rank = 5, f.hard_orthogonal = true;
+    if (which >= 2) f.gate = true;
+    if (which == 3) f.key_weighting = FusedOptions::KeyWeighting::Bias;  // all three parts at once
+    torch::manual_seed(10 + which);
+    Transformer model = fused_model(f);
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE("case " + std::to_string(which) + " threads " + std::to_string(threads));
+      expect_paths_agree(model, threads);
+    }
+  }
+}
+
 void expect_same_tokens(Transformer& model) {
   std::vector<std::vector<int32_t>> prompts{{1, 2, 3}, {4}, {5, 6, 7, 8, 9}};
   DecodeOptions opt;
@@ -250,6 +304,12 @@ TEST(DecodeStep, DecodeGivesTheSameTokensOnBothPaths) {
   expect_same_tokens(model);
   Transformer corrected = corrected_model(true);
   expect_same_tokens(corrected);
+  FusedOptions all;
+  all.key_weighting = FusedOptions::KeyWeighting::Scale;
+  all.value_rank = 4;
+  all.gate = true;
+  Transformer fused = fused_model(all);
+  expect_same_tokens(fused);
 }
 
 }  // namespace
