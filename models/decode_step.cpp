@@ -64,9 +64,19 @@ bool DecodeStep::supports(const Transformer& model, std::string* why) {
 
 DecodeStep::DecodeStep(Transformer model)
     : model_(std::move(model)),
-      team_(std::make_unique<SpinTeam>(std::max(1, at::get_num_threads()))),
+      team_(std::make_shared<SpinTeam>(std::max(1, at::get_num_threads()))),
       aten_threads_(at::get_num_threads()) {
-  TORCH_CHECK(supports(model_), "DecodeStep: the model is not a CPU float32 baseline transformer in eval mode");
+  pack_weights();
+  if (aten_threads_ > 1) at::set_num_threads(1);
+}
+
+DecodeStep::DecodeStep(Transformer model, const DecodeStep& with) : model_(std::move(model)), team_(with.team_) {
+  pack_weights();
+}
+
+void DecodeStep::pack_weights() {
+  std::string why;
+  TORCH_CHECK(supports(model_, &why), "DecodeStep: the model cannot take the fast step: ", why);
   auto params = model_->named_parameters();
   // Weights are read as panels (models/blas.h): packed once per decode, a few MB at most.
   auto t = [&](const std::string& name) {
@@ -116,7 +126,6 @@ DecodeStep::DecodeStep(Transformer model)
     }
     layers_.push_back(L);
   }
-  if (aten_threads_ > 1) at::set_num_threads(1);
 }
 
 DecodeStep::~DecodeStep() {
@@ -186,6 +195,22 @@ torch::Tensor DecodeStep::prefill(const std::vector<std::vector<int32_t>>& promp
   int64_t* lengths = cache.lengths.data_ptr<int64_t>();
   for (int64_t b = 0; b < B; ++b) lengths[b] = static_cast<int64_t>(prompts[b].size());
   return logits;
+}
+
+torch::Tensor DecodeStep::extend(const std::vector<std::vector<int64_t>>& tokens, KVCache& cache, bool logits) {
+  const int64_t B = tokens.size(), T = B > 0 ? tokens[0].size() : 0;
+  TORCH_CHECK(cache.lengths.device().is_cpu() && cache.batch() == B, "DecodeStep: cache of another batch or device");
+  TORCH_CHECK(T > 0, "DecodeStep::extend: no tokens");
+  const int64_t* len = cache.lengths.data_ptr<int64_t>();
+  std::vector<Row> rows;
+  for (int64_t b = 0; b < B; ++b) {
+    TORCH_CHECK(static_cast<int64_t>(tokens[b].size()) == T, "DecodeStep::extend: sequences of different lengths");
+    for (int64_t t = 0; t < T; ++t) rows.push_back({b, tokens[b][t], len[b] + t, logits, t});
+  }
+  auto out = run_rows(rows, cache);
+  int64_t* lengths = cache.lengths.data_ptr<int64_t>();
+  for (int64_t b = 0; b < B; ++b) lengths[b] += T;
+  return logits ? out.view({B, T, model_->cfg.vocab}) : torch::Tensor();
 }
 
 torch::Tensor DecodeStep::run_rows(const std::vector<Row>& rows, KVCache& cache) {

@@ -48,6 +48,10 @@ class DecodeStep {
   static bool supports(const Transformer& model, std::string* why = nullptr);
 
   explicit DecodeStep(Transformer model);
+  // A second step (a speculative draft) that runs on `with`'s team: one team
+  // of spinning threads per process, or they would take turns on the cores.
+  // It must be destroyed before `with`.
+  DecodeStep(Transformer model, const DecodeStep& with);
   ~DecodeStep();
   DecodeStep(const DecodeStep&) = delete;
   DecodeStep& operator=(const DecodeStep&) = delete;
@@ -61,6 +65,13 @@ class DecodeStep {
   // all rows of all prompts through each product at once, and the head only
   // for the last rows.
   torch::Tensor prefill(const std::vector<std::vector<int32_t>>& prompts, KVCache& cache);
+
+  // Appends T tokens per sequence (every tokens[b] of one length T) at
+  // positions lengths[b].., advances the lengths by T, and returns every
+  // row's logits [B,T,V] (or nothing, when `logits` is false): what
+  // TransformerImpl::forward(tokens, cache) does, in one multi-row pass (a
+  // speculative target checking its draft's proposals).
+  torch::Tensor extend(const std::vector<std::vector<int64_t>>& tokens, KVCache& cache, bool logits = true);
 
  private:
   struct Layer {
@@ -83,8 +94,8 @@ class DecodeStep {
   std::vector<torch::Tensor> packed_;  // owns those copies
   const float *wte_, *wte_panels_, *wpe_, *lnf_w_, *lnf_b_;
   double eps_ = 1e-5;
-  std::unique_ptr<SpinTeam> team_;
-  int aten_threads_ = 1;  // LibTorch's thread count before the step took them
+  std::shared_ptr<SpinTeam> team_;
+  int aten_threads_ = 1;  // LibTorch's thread count before the step took them (1: nothing to give back)
   std::vector<CorrectionPlan> corrections_;  // per layer, for the call under way
   // fused (all off for the other variants)
   FusedOptions fused_;
@@ -107,6 +118,7 @@ class DecodeStep {
   // The same for rows[0..M) on this thread alone, or with the team splitting
   // each product and the attention (one sequence); logits to `logits`.
   void through_layers(const Row* rows, int64_t M, KVCache& cache, float* logits, bool alone);
+  void pack_weights();
 
   // C[M×N] = A·Wᵀ (+ bias, then GELU, if asked) from W's panels P: on this
   // thread alone, or split across the team by rows when there are many (a

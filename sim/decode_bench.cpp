@@ -12,7 +12,8 @@
 
 namespace zl {
 
-DecodeBenchResult run_decode_bench(const RunConfig& cfg, int64_t prompt_tokens, int64_t repeats) {
+DecodeBenchResult run_decode_bench(const RunConfig& cfg, int64_t prompt_tokens, int64_t repeats,
+                                   const std::vector<std::string>& variants) {
   configure_runtime(cfg.train.threads);
   ModelConfig mc = model_config(cfg, cfg.data.tokenizer == "byte" ? 257 : cfg.data.vocab_size);
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
@@ -44,6 +45,28 @@ DecodeBenchResult run_decode_bench(const RunConfig& cfg, int64_t prompt_tokens, 
       r.sfvl_checks_per_token = static_cast<double>(hook.checks) / v.kept_tokens;
       r.verifier_time_share = hook.seconds / v.seconds;
     }
+  }
+  for (const std::string& name : variants) {
+    RunConfig vc = cfg;
+    vc.variant = name;
+    torch::manual_seed(static_cast<uint64_t>(cfg.seed));
+    Transformer m = make_model(name, model_config(vc, mc.vocab));
+    m->to(resolve_device(cfg.train.device));
+    VariantDecodeSpeed speed{name};
+    DecodeOptions fast = opt, reference = opt;
+    fast.fast_step = true;
+    reference.fast_step = false;
+    for (int64_t rep = 0; rep <= repeats; ++rep) {  // rep 0 warms up; the two steps alternate
+      for (int k = 0; k < 2; ++k) {
+        const bool on_fast = (rep + k) % 2 == 0;
+        auto gen = make_generator(17 + rep);
+        DecodeOutput out = decode(m, prompts, on_fast ? fast : reference, gen);
+        if (on_fast) speed.fast_step = out.fast_step;
+        double& best = on_fast ? speed.fast_tok_s : speed.reference_tok_s;
+        if (rep > 0) best = std::max(best, out.kept_tokens / out.seconds);
+      }
+    }
+    r.variants.push_back(speed);
   }
   // Per check: one verifier pass and one model step (the token it checks),
   // at the mean context of the decode.

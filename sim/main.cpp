@@ -41,7 +41,8 @@ const char* kUsage =
     "  claims RESULTS    the claims table: each claim of the seed articles, measured and judged\n"
     "  generate CKPT     sample from a checkpoint directory: --prompt TEXT\n"
     "  info              build, library versions, BLAS, threads, devices\n"
-    "  bench-decode CONFIG  decode tokens/s of baseline and sfvl on a random model of CONFIG's shape\n\n"
+    "  bench-decode CONFIG  decode tokens/s of baseline and sfvl on a random model of CONFIG's shape, and of\n"
+    "                       each --variants model (baseline,sfcl,fused) on the fast and the reference step\n\n"
     "Run 'zerolayer COMMAND --help' for a command's options. Every config key is\n"
     "also an option with its dotted name, e.g. --train.steps 200.\n";
 
@@ -240,7 +241,9 @@ int cmd_bench_decode(int argc, char** argv) {
   po::options_description opts("zerolayer bench-decode CONFIG [options]");
   opts.add_options()("help,h", "this help")("config", po::value<std::string>(), "study file giving the shape")(
       "prompt-tokens", po::value<int64_t>()->default_value(32), "random prompt tokens per sequence")(
-      "repeats", po::value<int64_t>()->default_value(3), "timed passes per decoder (best kept)");
+      "repeats", po::value<int64_t>()->default_value(3), "timed passes per decoder (best kept)")(
+      "variants", po::value<std::string>()->default_value("baseline,sfcl,fused"),
+      "comma list: each variant's model on the fast and the reference step");
   opts.add(key_options());
   po::positional_options_description pos;
   pos.add("config", 1);
@@ -250,10 +253,24 @@ int cmd_bench_decode(int argc, char** argv) {
     return vm.count("help") ? 0 : 2;
   }
   RunConfig cfg = load_study(vm["config"].as<std::string>(), overrides_from(vm)).base;
-  auto r = run_decode_bench(cfg, vm["prompt-tokens"].as<int64_t>(), vm["repeats"].as<int64_t>());
+  std::vector<std::string> variants;
+  std::stringstream list(vm["variants"].as<std::string>());
+  for (std::string v; std::getline(list, v, ',');)
+    if (!v.empty()) variants.push_back(v);
+  auto r = run_decode_bench(cfg, vm["prompt-tokens"].as<int64_t>(), vm["repeats"].as<int64_t>(), variants);
+  std::string per_variant;
+  for (const auto& v : r.variants) {
+    char row[256];
+    std::snprintf(row, sizeof row,
+                  "%s{\"variant\": \"%s\", \"fast_tok_s\": %.1f, \"reference_tok_s\": %.1f, \"fast_step\": %s}",
+                  per_variant.empty() ? "" : ", ", v.variant.c_str(), v.fast_tok_s, v.reference_tok_s,
+                  v.fast_step ? "true" : "false");
+    per_variant += row;
+  }
   std::printf("{\"baseline_tok_s\": %.1f, \"sfvl_tok_s\": %.1f, \"sfvl_checks_per_token\": %.4f, "
-              "\"verifier_time_share\": %.5f, \"verifier_flops_share\": %.5f}\n",
-              r.baseline_tok_s, r.sfvl_tok_s, r.sfvl_checks_per_token, r.verifier_time_share, r.verifier_flops_share);
+              "\"verifier_time_share\": %.5f, \"verifier_flops_share\": %.5f, \"variants\": [%s]}\n",
+              r.baseline_tok_s, r.sfvl_tok_s, r.sfvl_checks_per_token, r.verifier_time_share, r.verifier_flops_share,
+              per_variant.c_str());
   return 0;
 }
 

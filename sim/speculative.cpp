@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
+
+#include "models/decode_step.h"
 
 namespace zl {
 namespace {
@@ -11,12 +14,26 @@ using Clock = std::chrono::steady_clock;
 double uniform(at::Generator& gen) { return torch::rand({1}, gen, torch::kDouble).item<double>(); }
 
 // Writes rows of `tokens` [B,T] right-padded from `rows`; returns the tensor.
+// Rows right-padded with 0 to T tokens each.
+std::vector<std::vector<int64_t>> padded(std::vector<std::vector<int64_t>> rows, int64_t T) {
+  for (auto& r : rows) r.resize(T, 0);
+  return rows;
+}
+
 torch::Tensor pack(const std::vector<std::vector<int64_t>>& rows, int64_t T) {
   auto t = torch::zeros({static_cast<int64_t>(rows.size()), T}, torch::kLong);
   auto a = t.accessor<int64_t, 2>();
   for (size_t i = 0; i < rows.size(); ++i)
     for (size_t j = 0; j < rows[i].size(); ++j) a[i][j] = rows[i][j];
   return t;
+}
+
+// One call of a model on every sequence's rows, padded to T tokens: on the
+// fast step when there is one, else through the modules. Logits [B,T,V].
+torch::Tensor run(Transformer& m, std::optional<DecodeStep>& fast, KVCache& cache,
+                  const std::vector<std::vector<int64_t>>& rows, int64_t T, bool logits = true) {
+  if (fast) return fast->extend(padded(rows, T), cache, logits);
+  return m->forward(pack(rows, T).to(m->wte->weight.device()), cache);
 }
 
 }  // namespace
@@ -52,6 +69,13 @@ DecodeOutput speculative_decode(Transformer& model, Transformer& draft, const st
   const auto dev = model->wte->weight.device();
   const int64_t C = model->cfg.context;
   DecodeOutput out;
+  // The draft's step shares the model's team (one team per process).
+  std::optional<DecodeStep> fast, draft_fast;
+  if (opt.fast_step && DecodeStep::supports(model, &out.step_note) && DecodeStep::supports(draft, &out.step_note)) {
+    fast.emplace(model);
+    draft_fast.emplace(draft, *fast);
+  }
+  out.fast_step = fast.has_value();
   out.continuations.resize(prompts.size());
   out.timings.resize(prompts.size());
   const auto start_all = Clock::now();
@@ -80,12 +104,11 @@ DecodeOutput speculative_decode(Transformer& model, Transformer& draft, const st
       heads[i].assign(seqs[i].begin(), seqs[i].end() - 1);
       T = std::max<int64_t>(T, heads[i].size());
     }
-    auto head_tokens = pack(heads, T).to(dev);
     std::vector<int64_t> lens(B);
     for (int64_t i = 0; i < B; ++i) lens[i] = heads[i].size();
     auto lens_t = torch::tensor(lens, torch::kLong).to(dev);
-    model->forward(head_tokens, tcache);
-    draft->forward(head_tokens, dcache);
+    run(model, fast, tcache, heads, T, /*logits=*/false);
+    run(draft, draft_fast, dcache, heads, T, /*logits=*/false);
     tcache.lengths.copy_(lens_t);
     dcache.lengths.copy_(lens_t);
     std::vector<int64_t> dlen = lens;  // tokens the draft cache holds, per sequence
@@ -111,7 +134,7 @@ DecodeOutput speculative_decode(Transformer& model, Transformer& draft, const st
         P = std::max<int64_t>(P, pending[i].size());
       }
       park(dcache);
-      auto dlogits = draft->forward(pack(pending, P).to(dev), dcache);  // [B,P,V]
+      auto dlogits = run(draft, draft_fast, dcache, pending, P);  // [B,P,V]
       std::vector<int64_t> last(B);
       for (int64_t i = 0; i < B; ++i) {
         last[i] = static_cast<int64_t>(pending[i].size()) - 1;
@@ -126,10 +149,14 @@ DecodeOutput speculative_decode(Transformer& model, Transformer& draft, const st
         auto qj = sampling_probs(step_logits, opt.sampling).to(torch::kCPU);  // [B,V]
         auto x = draw(qj, gen);                                               // [B]
         q.push_back(qj);
-        for (int64_t i = 0; i < B; ++i) drafted[i].push_back(x[i].item<int64_t>());
+        std::vector<std::vector<int64_t>> proposed(B);
+        for (int64_t i = 0; i < B; ++i) {
+          drafted[i].push_back(x[i].item<int64_t>());
+          proposed[i] = {drafted[i].back()};
+        }
         if (j + 1 < G) {
           park(dcache);
-          step_logits = draft->forward(x.view({B, 1}).to(dev), dcache).select(1, 0);
+          step_logits = run(draft, draft_fast, dcache, proposed, 1).select(1, 0);
         }
       }
       auto qs = torch::stack(q, 1);  // [B,G,V]
@@ -141,7 +168,7 @@ DecodeOutput speculative_decode(Transformer& model, Transformer& draft, const st
         feed[i].insert(feed[i].end(), drafted[i].begin(), drafted[i].end());
       }
       park(tcache);
-      auto plogits = model->forward(pack(feed, G + 1).to(dev), tcache);  // [B,G+1,V]
+      auto plogits = run(model, fast, tcache, feed, G + 1);  // [B,G+1,V]
       auto ps = sampling_probs(plogits.reshape({B * (G + 1), -1}), opt.sampling).view({B, G + 1, -1}).to(torch::kCPU);
 
       // 4. Accept or reject, per sequence; roll both caches back to what was kept.

@@ -116,6 +116,16 @@ void expect_paths_agree(Transformer& model, int threads, const std::function<voi
       ASSERT_TRUE(torch::allclose(got, want, 1e-4, 1e-4)) << "step " << step << " max diff "
                                                           << (got - want).abs().max().item<float>();
     }
+    // Several rows per sequence after the cache's rows (a speculative target
+    // checking 3 proposals), another sequence rolled back first.
+    ref.truncate(2, 5);
+    mine.truncate(2, 5);
+    std::vector<std::vector<int64_t>> rows{{1, 2, 3}, {4, 5, 6}, {7, 8, 9}};
+    if (before) before(3);
+    auto want_rows = model->forward(torch::tensor({1, 2, 3, 4, 5, 6, 7, 8, 9}, torch::kLong).view({3, 3}), ref);
+    if (before) before(3);
+    auto got_rows = fast.extend(rows, mine);  // [3,3,V]
+    ASSERT_TRUE(torch::allclose(got_rows, want_rows, 1e-4, 1e-4)) << (got_rows - want_rows).abs().max().item<float>();
     EXPECT_TRUE(torch::equal(ref.lengths, mine.lengths));
     for (size_t l = 0; l < ref.layers.size(); ++l)
       for (int64_t b = 0; b < 3; ++b) {
