@@ -275,6 +275,26 @@ ZL_CLONES void gelu_inplace(float* __restrict x, int64_t n) {
   for (int64_t i = n16; i < n; ++i) x[i] = gelu1(x[i]);
 }
 
+ZL_CLONES void weigh_keys(const float* __restrict raw, const float* __restrict excl, const float* __restrict imp,
+                          float alpha, int64_t p, int64_t n, bool scale_form, float* __restrict s) {
+  auto log_w = [&](f16 d, int64_t j) {  // d = p − j per lane
+    if (imp) return -alpha * d * (1.0f - load16(imp + j));
+    return alpha * ((excl ? load16(excl + j) : f16{}) - d);
+  };
+  f16 lane;
+  for (int l = 0; l < 16; ++l) lane[l] = static_cast<float>(l);
+  const int64_t n16 = n / 16 * 16;
+  for (int64_t j = 0; j < n16; j += 16) {
+    const f16 lw = log_w(static_cast<float>(p - j) - lane, j), r = load16(raw + j);
+    store16(s + j, scale_form ? r * exp16(lw) : r + lw);
+  }
+  for (int64_t j = n16; j < n; ++j) {
+    const float d = static_cast<float>(p - j);
+    const float lw = imp ? -alpha * d * (1.0f - imp[j]) : alpha * ((excl ? excl[j] : 0.0f) - d);
+    s[j] = scale_form ? raw[j] * std::exp(lw) : raw[j] + lw;
+  }
+}
+
 ZL_CLONES void scale_by_sigmoid(float* __restrict u, const float* __restrict z, int64_t n, float s) {
   const int64_t n16 = n / 16 * 16;
   for (int64_t i = 0; i < n16; i += 16) store16(u + i, load16(u + i) * (s / (1.0f + exp16(-load16(z + i)))));

@@ -42,5 +42,12 @@ void softmax_inplace(float* x, int64_t n);
 void gelu_inplace(float* x, int64_t n);
 // u[n] <- u[n] · s·sigmoid(z[n]): sfcl's correction of the MLP input (models/correction.h).
 void scale_by_sigmoid(float* u, const float* z, int64_t n, float s);
+// fused's key weighting of one query at position p over its n = p + 1
+// visible keys (models/key_weighting.h): log w[j] = alpha·(excl[j] − (p − j))
+// for attn_mass (excl given; it is 0 at p = 0, pass nullptr), else
+// −alpha·(p − j)·(1 − imp[j]); then s[j] = raw[j]·w[j] (scale) or
+// raw[j] + log w[j] (bias).
+void weigh_keys(const float* raw, const float* excl, const float* imp, float alpha, int64_t p, int64_t n,
+                bool scale_form, float* s);
 
 }  // namespace zl

@@ -264,8 +264,10 @@ void DecodeStep::through_layers(const Row* rows, int64_t M, KVCache& cache, floa
     wanted += rows[m].logits;
   }
   const bool fused = fused_.any();
-  const bool token_imp = fused_.key_weighting_on() && fused_.importance != FusedOptions::Importance::AttnMass;
-  const int64_t G = fused_.gate ? H * fused_.gate_keys : 0, Wv = value_width_;
+  const bool token_imp = fused_.key_weighting_on() && fused_.importance != FusedOptions::Importance::AttnMass &&
+                         skipped_ != Part::KeyWeighting;
+  const bool distill = skipped_ != Part::ValueDistillation;
+  const int64_t G = fused_.gate && skipped_ != Part::Gate ? H * fused_.gate_keys : 0, Wv = value_width_;
   auto fopt = torch::TensorOptions().dtype(torch::kFloat);
   auto x_t = torch::empty({M, C}, fopt), h_t = torch::empty({M, C}, fopt), qkv_t = torch::empty({M, 3 * C}, fopt),
        y_t = torch::empty({M, C}, fopt), a_t = torch::empty({M, C}, fopt), f_t = torch::empty({M, F}, fopt),
@@ -304,6 +306,7 @@ void DecodeStep::through_layers(const Row* rows, int64_t M, KVCache& cache, floa
           std::copy(q + 2 * C, q + 2 * C + D, vc + slot * D);
           continue;
         }
+        if (!distill) continue;
         const float* v = q + 2 * C;
         for (int64_t i = 0; i < Wv; ++i) {
           float z = 0;

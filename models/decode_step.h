@@ -73,6 +73,12 @@ class DecodeStep {
   // speculative target checking its draft's proposals).
   torch::Tensor extend(const std::vector<std::vector<int64_t>>& tokens, KVCache& cache, bool logits = true);
 
+  // For measuring one of fused's parts' share of a step's time only (a
+  // replay timed with and without it, sim/step_replay.h): the step then
+  // leaves that part's work out, and its logits and cache are wrong.
+  enum class Part { None, KeyWeighting, ValueDistillation, Gate };
+  void skip_for_timing(Part part) { skipped_ = part; }
+
  private:
   struct Layer {
     const float *ln1_w, *ln1_b, *qkv, *proj, *ln2_w, *ln2_b, *fc, *mlp_proj;
@@ -103,6 +109,7 @@ class DecodeStep {
   const float* wte_t_panels_ = nullptr;     // grad_norm: the head's transpose, Wᵀ [C,V], as panels
   const float *gate_fc1_ = nullptr, *gate_fc1_b_ = nullptr, *gate_fc2_ = nullptr, *gate_fc2_b_ = nullptr;
   int64_t gate_hidden_ = 0;
+  Part skipped_ = Part::None;
 
   // One token of one sequence at one position; `logits`: return its logits;
   // `offset`: its index among the rows of its sequence in this call.

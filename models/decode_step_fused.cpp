@@ -17,6 +17,7 @@ namespace {
 // Per member: a row beside another member's writes slowed both (models/blas.h).
 struct Scratch {
   std::vector<float> raw, scores, mass_row, y;
+  std::vector<int64_t> top;
   void fit(int64_t n, int64_t r) {
     raw.resize(n);
     scores.resize(n);
@@ -26,6 +27,24 @@ struct Scratch {
 };
 
 float squash(float n) { return n / (1.0f + n); }
+
+// The indices of the k largest of x[0..n), largest first (ties: the lower
+// index), in one pass keeping them sorted: k is a handful (gate keys,
+// candidates), so this is ~n comparisons. Returns min(k, n).
+int64_t top_indices(const float* x, int64_t n, int64_t k, std::vector<int64_t>& top) {
+  top.assign(k, -1);
+  int64_t held = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    if (held == k && !(x[j] > x[top[k - 1]])) continue;
+    int64_t at = held < k ? held++ : k - 1;
+    while (at > 0 && x[j] > x[top[at - 1]]) {
+      top[at] = top[at - 1];
+      --at;
+    }
+    top[at] = j;
+  }
+  return held;
+}
 
 // log σ(o), floored at the gate's floor (LogitsGateImpl::log_factors), stably on both sides.
 float log_factor(float o) {
@@ -42,7 +61,7 @@ void DecodeStep::attend_fused(size_t l, const Row* rows, int64_t M, const float*
   const int64_t keys = fused_.gate_keys;
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
   const float alpha = static_cast<float>(fused_.alpha);
-  const bool weigh = fused_.key_weighting_on();
+  const bool weigh = fused_.key_weighting_on() && skipped_ != Part::KeyWeighting;
   const bool mass_importance = weigh && fused_.importance == FusedOptions::Importance::AttnMass;
   const bool scale_form = fused_.key_weighting == FusedOptions::KeyWeighting::Scale;
   LayerCache& lc = cache.layers[l];
@@ -51,6 +70,7 @@ void DecodeStep::attend_fused(size_t l, const Row* rows, int64_t M, const float*
   float* mass = mass_importance ? lc.mass.data_ptr<float>() : nullptr;              // [B,H,cap,cap]
   const float* imp = weigh && !mass_importance ? lc.importance.data_ptr<float>() : nullptr;  // [B,cap]
   const float* P = layers_[l].value_p;                                              // [r,D] or none
+  const bool distill = skipped_ != Part::ValueDistillation;
 
   // Runs of rows of one sequence: a row's running column sums (attn_mass)
   // start from the previous row's, so each run goes in order, head by head.
@@ -82,18 +102,10 @@ void DecodeStep::attend_fused(size_t l, const Row* rows, int64_t M, const float*
             softmax_inplace(a, n);
             const float* prev = p > 0 ? mass + (head + p - 1) * cap : nullptr;
             float* row = mass + (head + p) * cap;
-            for (int64_t j = 0; j < n; ++j) {
-              const float excl = prev ? prev[j] : 0.0f;
-              const float log_w = alpha * (excl - static_cast<float>(p - j));
-              s[j] = scale_form ? raw[j] * std::exp(log_w) : raw[j] + log_w;
-              row[j] = excl + a[j];
-            }
+            weigh_keys(raw, prev, nullptr, alpha, p, n, scale_form, s);
+            for (int64_t j = 0; j < n; ++j) row[j] = (prev ? prev[j] : 0.0f) + a[j];
           } else {
-            const float* importance = imp + b * cap;
-            for (int64_t j = 0; j < n; ++j) {
-              const float log_w = -alpha * static_cast<float>(p - j) * (1.0f - importance[j]);
-              s[j] = scale_form ? raw[j] * std::exp(log_w) : raw[j] + log_w;
-            }
+            weigh_keys(raw, nullptr, imp + b * cap, alpha, p, n, scale_form, s);
           }
         }
         softmax_inplace(s, n);
@@ -102,8 +114,9 @@ void DecodeStep::attend_fused(size_t l, const Row* rows, int64_t M, const float*
           float* yr = sc.y.data();
           weighted_rows(s, vc + head * Wv, n, Wv, yr);
           for (int64_t d = 0; d < D; ++d) out[d] = 0;
-          for (int64_t i = 0; i < Wv; ++i)
-            for (int64_t d = 0; d < D; ++d) out[d] += yr[i] * P[i * D + d];
+          if (distill)
+            for (int64_t i = 0; i < Wv; ++i)
+              for (int64_t d = 0; d < D; ++d) out[d] += yr[i] * P[i * D + d];
         } else {
           weighted_rows(s, vc + head * D, n, D, out);
         }
@@ -112,23 +125,20 @@ void DecodeStep::attend_fused(size_t l, const Row* rows, int64_t M, const float*
         // most, largest weight first; zeros where fewer keys are visible (or
         // a weight is 0), as the reference's top-k over masked keys gives.
         float* fh = features + m * H * keys + hd * keys;
+        const int64_t found = top_indices(s, n, keys, sc.top);
         float qn = 0;
         for (int64_t d = 0; d < D; ++d) qn += q[d] * q[d];
         qn = std::sqrt(qn);
-        std::vector<int64_t> taken;
         for (int64_t t = 0; t < keys; ++t) {
-          int64_t best = -1;
-          for (int64_t j = 0; j < n; ++j)
-            if (std::find(taken.begin(), taken.end(), j) == taken.end() && (best < 0 || s[j] > s[best])) best = j;
-          if (best < 0 || !(s[best] > 0)) {
+          const int64_t j = t < found ? sc.top[t] : -1;
+          if (j < 0 || !(s[j] > 0)) {
             fh[t] = 0;
             continue;
           }
-          taken.push_back(best);
-          const float* k = kc + (head + best) * D;
+          const float* k = kc + (head + j) * D;
           float kn = 0;
           for (int64_t d = 0; d < D; ++d) kn += k[d] * k[d];
-          fh[t] = (raw[best] / scale) / std::max(qn * std::sqrt(kn), 1e-12f);
+          fh[t] = (raw[j] / scale) / std::max(qn * std::sqrt(kn), 1e-12f);
         }
       }
     }
@@ -191,14 +201,11 @@ void DecodeStep::gate_logits(int64_t n, const float* features, float* logits, bo
   std::vector<float> hidden(n * gate_hidden_), out(n * K);
   product(n, gate_hidden_, F, features, gate_fc1_, hidden.data(), alone, /*gelu=*/true, gate_fc1_b_);
   product(n, K, gate_hidden_, hidden.data(), gate_fc2_, out.data(), alone, /*gelu=*/false, gate_fc2_b_);
-  std::vector<int64_t> order(V);
+  std::vector<int64_t> top;
   for (int64_t r = 0; r < n; ++r) {
     float* row = logits + r * V;
-    // The k largest logits, largest first: candidate i gets log factor i.
-    for (int64_t v = 0; v < V; ++v) order[v] = v;
-    std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                      [&](int64_t a, int64_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
-    for (int64_t i = 0; i < k; ++i) row[order[i]] += log_factor(out[r * K + i]);
+    top_indices(row, V, k, top);  // candidate i, the i-th largest logit, gets log factor i
+    for (int64_t i = 0; i < k; ++i) row[top[i]] += log_factor(out[r * K + i]);
   }
 }
 

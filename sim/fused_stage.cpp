@@ -8,6 +8,7 @@
 #include "models/factory.h"
 #include "sim/checkpoint.h"
 #include "sim/runtime.h"
+#include "sim/step_replay.h"
 #include "sim/trainer.h"
 
 namespace zl {
@@ -124,12 +125,45 @@ void FusedStage::add_flops(const StageContext& ctx, int64_t context, std::map<st
   }
 }
 
-void FusedStage::finish(const StageContext& ctx, const Prompts&, const DecodeOutput&, RunRecord& r) {
+namespace {
+
+// Each part's share of a decode step's time on the fast step, beside its
+// share of the analytic FLOPs (add_flops): the quality pass replayed with
+// every part, and with each part left out (sim/step_replay.h), best of 3.
+// The reference step cannot leave a part out: NaN there.
+void time_shares(const StageContext& ctx, const Prompts& prompts, const DecodeOutput& quality, RunRecord& r) {
+  auto& m = r.metrics;
+  const FusedOptions& f = ctx.model->cfg.fused;
+  using Part = DecodeStep::Part;
+  std::vector<std::pair<std::string, Part>> parts;
+  if (f.key_weighting_on()) parts.push_back({"key_weighting", Part::KeyWeighting});
+  if (f.value_rank > 0) parts.push_back({"value_distill", Part::ValueDistillation});
+  if (f.gate) parts.push_back({"gate", Part::Gate});
+  auto flops = [&](const std::string& name) { return m.count("flops_" + name) ? m["flops_" + name] : 0.0; };
+  for (const auto& [name, part] : parts) {
+    const double own = flops(name) + (name == "key_weighting" ? flops("importance") : 0.0);
+    m["flops_share_" + name] = own / m["flops_per_token"];
+    m["time_share_" + name] = std::nan("");
+  }
+  if (parts.empty() || !quality.fast_step) return;
+  auto ms = best_replay_step_ms(3, [&] {
+    return replay_step_ms(ctx.model, prompts.tokens, quality.continuations, ctx.cfg.decode.batch,
+                          ctx.cfg.decode.max_new_tokens, /*fast_step=*/true, static_cast<int>(parts.size()) + 1,
+                          [&](int k, DecodeStep* step) { step->skip_for_timing(k == 0 ? Part::None : parts[k - 1].second); });
+  });
+  m["fused_step_ms"] = ms[0];
+  for (size_t i = 0; i < parts.size(); ++i) m["time_share_" + parts[i].first] = 1.0 - ms[i + 1] / ms[0];
+}
+
+}  // namespace
+
+void FusedStage::finish(const StageContext& ctx, const Prompts& prompts, const DecodeOutput& quality, RunRecord& r) {
   const RunConfig& cfg = ctx.cfg;
   auto& m = r.metrics;
   Transformer& model = ctx.model;
   model->eval();
   const bool bf16 = cfg.train.precision == "bf16";
+  time_shares(ctx, prompts, quality, r);
 
   // Measured cache bytes per token of each part (K, V or z, key-weighting state).
   std::map<std::string, int64_t> parts;

@@ -4,12 +4,11 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
-#include <optional>
 
 #include "datasets/batch_sampler.h"
 #include "datasets/corpus.h"
-#include "models/decode_step.h"
 #include "sim/metrics.h"
+#include "sim/step_replay.h"
 #include "sim/trainer.h"
 
 namespace zl {
@@ -38,78 +37,6 @@ std::vector<double> correction_deviations(Transformer& model, const torch::Tenso
     out.insert(out.end(), dev.data_ptr<double>(), dev.data_ptr<double>() + dev.numel());
   }
   return out;
-}
-
-std::pair<double, double> replay_step_ms(Transformer& model, const std::vector<std::vector<int32_t>>& prompts,
-                                         const std::vector<std::vector<int32_t>>& continuations, int64_t batch,
-                                         int64_t max_new_tokens, bool fast_step) {
-  using Clock = std::chrono::steady_clock;
-  torch::NoGradGuard no_grad;
-  model->eval();
-  std::optional<DecodeStep> fast;  // reads the mode set before each call, as the reference path does
-  if (fast_step && DecodeStep::supports(model)) fast.emplace(model);
-  const auto dev = model->wte->weight.device();
-  const int64_t max_prompt = std::max<int64_t>(1, model->cfg.context - max_new_tokens);
-  double seconds[2] = {0, 0};  // [0] module, [1] identity
-  int64_t steps = 0;
-  for (size_t first = 0; first < prompts.size(); first += batch) {
-    const int64_t B = std::min<int64_t>(batch, prompts.size() - first);
-    int64_t T = 0, S = 0;
-    std::vector<std::vector<int32_t>> p(B);
-    for (int64_t i = 0; i < B; ++i) {
-      const auto& full = prompts[first + i];
-      const size_t keep = std::min<size_t>(full.size(), max_prompt);
-      p[i].assign(full.end() - keep, full.end());
-      T = std::max<int64_t>(T, p[i].size());
-      S = std::max<int64_t>(S, continuations[first + i].size());
-    }
-    S = std::min<int64_t>(S, model->cfg.context - T);
-    if (S <= 0) continue;
-    auto tokens = torch::zeros({B, T}, torch::kLong);
-    std::vector<int64_t> lens(B);
-    for (int64_t i = 0; i < B; ++i) {
-      for (size_t j = 0; j < p[i].size(); ++j) tokens[i][j] = p[i][j];
-      lens[i] = p[i].size();
-    }
-    // The fed tokens of each step, built before timing: [S,B,1], and per step for the fast step.
-    auto feed = torch::zeros({S, B, 1}, torch::kLong);
-    std::vector<std::vector<int64_t>> fed(S, std::vector<int64_t>(B, 0));
-    for (int64_t i = 0; i < B; ++i) {
-      const auto& c = continuations[first + i];
-      for (int64_t s = 0; s < S && s < static_cast<int64_t>(c.size()); ++s) feed[s][i][0] = fed[s][i] = c[s];
-    }
-    feed = feed.to(dev);
-    // Two caches in lockstep, one per mode: each step is timed with the
-    // module and without it back to back (the order alternating), so both
-    // see the same machine load.
-    KVCache caches[2] = {model->make_cache(B), model->make_cache(B)};
-    const CorrectionMode modes[2] = {CorrectionMode::Module, CorrectionMode::Identity};
-    for (int k = 0; k < 2; ++k) {
-      model->set_correction_mode(modes[k]);
-      if (fast) {
-        fast->prefill(p, caches[k]);
-      } else {
-        model->forward(tokens.to(dev), caches[k]);
-        caches[k].lengths.copy_(torch::tensor(lens, torch::kLong).to(dev));
-      }
-    }
-    for (int64_t s = 0; s < S; ++s) {
-      for (int j = 0; j < 2; ++j) {
-        const int k = (s + j) % 2;
-        model->set_correction_mode(modes[k]);
-        const auto start = Clock::now();
-        if (fast)
-          fast->forward(fed[s], caches[k]);
-        else
-          model->forward(feed[s], caches[k]);
-        seconds[k] += std::chrono::duration<double>(Clock::now() - start).count();
-      }
-    }
-    steps += S;
-  }
-  model->set_correction_mode(CorrectionMode::Module);
-  if (steps == 0) return {std::nan(""), std::nan("")};
-  return {1000.0 * seconds[0] / steps, 1000.0 * seconds[1] / steps};
 }
 
 torch::Tensor held_out_tokens(const RunConfig& cfg, const Tokenizer& tok, const std::string& corpus, int64_t enough) {
@@ -188,13 +115,14 @@ void SfclStage::finish(const StageContext& ctx, const Prompts& prompts, const De
   const double total = m["flops_per_token"] - m["flops_correction"] + module_flops;
   m["flops_share_correction"] = module_flops / total;
 
-  // Best of 3 paired replays (the one least disturbed by other load).
-  double with = std::numeric_limits<double>::infinity(), without = with;
-  for (int rep = 0; rep < 3; ++rep) {
-    auto [a, b] = replay_step_ms(ctx.model, prompts.tokens, quality.continuations, ctx.cfg.decode.batch,
-                                 ctx.cfg.decode.max_new_tokens, ctx.cfg.decode.step == "fast");
-    if (a + b < with + without) with = a, without = b;
-  }
+  // Best of 3 paired replays, module and skipped, on the step the decode used.
+  const CorrectionMode modes[2] = {CorrectionMode::Module, CorrectionMode::Identity};
+  auto ms = best_replay_step_ms(3, [&] {
+    return replay_step_ms(ctx.model, prompts.tokens, quality.continuations, ctx.cfg.decode.batch,
+                          ctx.cfg.decode.max_new_tokens, ctx.cfg.decode.step == "fast", 2,
+                          [&](int k, DecodeStep*) { ctx.model->set_correction_mode(modes[k]); });
+  });
+  const double with = ms[0], without = ms[1];
   m["sfcl_step_ms_module"] = with;
   m["sfcl_step_ms_identity"] = without;
   m["time_share_correction"] = 1.0 - without / with;

@@ -1,11 +1,10 @@
 // The run stage of variant sfcl (seed 000 §2.1): the correction module is
 // trained with the model; this stage measures what it costs and does.
 //  - add_flops: the module's analytic FLOPs ("correction").
-//  - finish: its measured time share per decoded token: the quality pass's
-//    tokens are replayed through two KV caches in lockstep (teacher-forced,
-//    same tokens), each step timed with the module and with it skipped
-//    (c = 1) back to back, in alternating order, so both see the same machine
-//    load; best of 3 replays; time_share_correction = 1 − t(skipped) / t(module).
+//  - finish: its measured time share per decoded token, on the step the
+//    decode used (sim/step_replay.h): each replayed step timed with the
+//    module and with it skipped (c = 1) back to back; best of 3 replays;
+//    time_share_correction = 1 − t(skipped) / t(module).
 //  - prepare: sfcl_off_val_loss, the validation loss with the module skipped
 //    (the "naive removal" of SPEC §4, S002-naive-removal), and the misfire
 //    rates below. sfcl.at_inference = off decodes with the module skipped.
@@ -38,15 +37,6 @@ class SfclStage : public VariantStage {
 // model's correction over `windows` evenly spaced windows of `tokens`.
 std::vector<double> correction_deviations(Transformer& model, const torch::Tensor& tokens, int64_t windows,
                                           const torch::Device& device);
-
-// Milliseconds per decode step (module, identity) of replaying
-// `continuations` after `prompts` through the KV cache (teacher-forced), in
-// batches of `batch`; the two modes timed step by step, back to back, on
-// the step the decode used (`fast_step`: the hand-written one, where the
-// model allows it).
-std::pair<double, double> replay_step_ms(Transformer& model, const std::vector<std::vector<int32_t>>& prompts,
-                                         const std::vector<std::vector<int32_t>>& continuations, int64_t batch,
-                                         int64_t max_new_tokens, bool fast_step);
 
 // Tokens [N] int32 of the held-out documents of `corpus` (encoded with `tok`,
 // eos between documents), only as many documents as give `enough` tokens.

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <functional>
 #include <thread>
@@ -15,6 +16,7 @@
 #include "models/spin_team.h"
 #include "models/transformer.h"
 #include "sim/decoder.h"
+#include "sim/step_replay.h"
 
 namespace zl {
 namespace {
@@ -291,6 +293,31 @@ TEST(DecodeStep, FusedValueDistillationAndGate) {
     for (int threads : {1, 2}) {
       SCOPED_TRACE("case " + std::to_string(which) + " threads " + std::to_string(threads));
       expect_paths_agree(model, threads);
+    }
+  }
+}
+
+// The replay behind time_share_<part> (sim/step_replay.h): every setting is
+// put in force before each of its calls, on the step asked for, and timed.
+TEST(StepReplay, TimesEverySettingOnTheStepAsked) {
+  FusedOptions all;
+  all.key_weighting = FusedOptions::KeyWeighting::Bias;
+  all.value_rank = 4;
+  all.gate = true;
+  Transformer model = fused_model(all);
+  model->eval();
+  const std::vector<std::vector<int32_t>> prompts{{1, 2, 3}, {4, 5}, {6}}, continuations{{7, 8, 9}, {1, 2}, {3, 4, 5, 6}};
+  for (bool fast : {true, false}) {
+    std::vector<int> calls(3, 0);
+    auto ms = replay_step_ms(model, prompts, continuations, 2, 4, fast, 3, [&](int k, DecodeStep* step) {
+      EXPECT_EQ(step != nullptr, fast);
+      if (step) step->skip_for_timing(k == 1 ? DecodeStep::Part::Gate : DecodeStep::Part::None);
+      ++calls.at(k);
+    });
+    ASSERT_EQ(ms.size(), 3u);
+    for (int k = 0; k < 3; ++k) {
+      EXPECT_TRUE(std::isfinite(ms[k]) && ms[k] > 0) << k << ": " << ms[k];
+      EXPECT_GE(calls[k], 1 + 4) << "a prefill and the steps of the longest continuation, per batch";
     }
   }
 }
