@@ -97,8 +97,10 @@ class ExprParser {
   }
 
  private:
+  static constexpr int kMaxDepth = 64;
   std::string s_;
   size_t i_ = 0;
+  int depth_ = 0;
   [[noreturn]] void fail(const std::string& why) { throw std::invalid_argument(why); }
   void skip() {
     while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
@@ -127,6 +129,15 @@ class ExprParser {
     return e;
   }
   std::unique_ptr<Expr> unary() {
+    // Every nesting (a sign, a parenthesis) passes here: bounded, so that a
+    // hostile registry fails with a message, not a stack overflow (found by
+    // fuzzing: 8000 minus signs), and evaluation's recursion stays shallow.
+    struct Depth {
+      int& d;
+      explicit Depth(int& depth) : d(++depth) {}
+      ~Depth() { --d; }
+    } depth(depth_);
+    if (depth_ > kMaxDepth) fail("nested deeper than " + std::to_string(kMaxDepth) + " levels");
     skip();
     if (i_ < s_.size() && s_[i_] == '-') {
       ++i_;
@@ -564,13 +575,38 @@ std::vector<ClaimSpec> load_registry(const std::string& path) {
   return parse_registry(ss.str(), path);
 }
 
+namespace {
+
+// A cell of an /index row. A damaged or foreign index may lack the column or
+// hold it with another type: an error naming the file, not std::out_of_range.
+template <class Cells>
+const typename Cells::mapped_type& index_cell(const Cells& row, const std::string& column, const std::string& file) {
+  auto it = row.find(column);
+  if (it == row.end())
+    throw std::runtime_error("'" + file + "': /index has no column '" + column + "' of the expected type");
+  return it->second;
+}
+
+// read_index gives numbers as double, so an int64 seed near either end of its
+// range arrives as ±2^63, just outside it, and a damaged index may hold any
+// float there: casting those is undefined, so they saturate.
+int64_t index_seed(const IndexRow& row, const std::string& file) {
+  const double seed = index_cell(row.numbers, "seed", file);
+  if (std::isnan(seed)) throw std::runtime_error("'" + file + "': /index has a seed that is not a number");
+  if (seed >= 0x1p63) return std::numeric_limits<int64_t>::max();
+  if (seed < -0x1p63) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(seed);
+}
+
+}  // namespace
+
 ClaimsInput load_claims_input(const std::string& results_file) {
   ClaimsInput in;
   for (const IndexRow& row : read_index(results_file)) {  // checks schema_version
     ClaimRun r;
-    r.run_id = row.strings.at("run_id");
-    r.status = row.strings.at("status");
-    r.seed = static_cast<int64_t>(row.numbers.at("seed"));
+    r.run_id = index_cell(row.strings, "run_id", results_file);
+    r.status = index_cell(row.strings, "status", results_file);
+    r.seed = index_seed(row, results_file);
     for (const auto& [k, v] : row.numbers)
       if (k != "seed") r.metrics[k] = v;
     in.runs.push_back(std::move(r));

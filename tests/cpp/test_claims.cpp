@@ -152,6 +152,20 @@ TEST(Claims, MetricNamesAreTheExpressionsNames) {
             (std::set<std::string>{"violation_rate", "flops_a", "flops_b"}));
 }
 
+// Found by fuzzing (tests/fuzz/corpus/claims_registry/regression-deep-nesting):
+// thousands of signs or parentheses overflowed the parser's stack.
+TEST(Claims, DeepNestingIsAnErrorNotACrash) {
+  EXPECT_NO_THROW(zl::metric_names(std::string(30, '(') + "-x" + std::string(30, ')')));
+  for (const std::string& hostile : {std::string(100000, '-') + "x", std::string(100000, '(') + "x"}) {
+    try {
+      zl::metric_names(hostile);
+      ADD_FAILURE() << "no error";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("nested deeper than 64"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Claims, DifferenceAndExpressions) {
   ClaimsInput in;
   for (int s = 1; s <= 4; ++s) {
