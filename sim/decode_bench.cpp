@@ -8,6 +8,8 @@
 #include "sim/decoder.h"
 #include "sim/model_options.h"
 #include "sim/runtime.h"
+#include "sim/speculative.h"
+#include "sim/speculative_stage.h"
 #include "sim/verify_hook.h"
 
 namespace zl {
@@ -49,9 +51,18 @@ DecodeBenchResult run_decode_bench(const RunConfig& cfg, int64_t prompt_tokens, 
   for (const std::string& name : variants) {
     RunConfig vc = cfg;
     vc.variant = name;
+    const bool speculative = name == "speculative";
     torch::manual_seed(static_cast<uint64_t>(cfg.seed));
-    Transformer m = make_model(name, model_config(vc, mc.vocab));
+    Transformer m = make_model(speculative ? "baseline" : name, model_config(vc, mc.vocab));
     m->to(resolve_device(cfg.train.device));
+    Transformer draft{nullptr};  // speculative: a random draft of the study's draft shape
+    if (speculative) {
+      ModelConfig dc =
+          draft_config(vc, mc.vocab, static_cast<int64_t>(cfg.speculative.draft_ratio * m->parameter_count())).model;
+      dc.vocab = mc.vocab;
+      draft = make_model("baseline", dc);
+      draft->to(resolve_device(cfg.train.device));
+    }
     VariantDecodeSpeed speed{name};
     DecodeOptions fast = opt, reference = opt;
     fast.fast_step = true;
@@ -60,7 +71,10 @@ DecodeBenchResult run_decode_bench(const RunConfig& cfg, int64_t prompt_tokens, 
       for (int k = 0; k < 2; ++k) {
         const bool on_fast = (rep + k) % 2 == 0;
         auto gen = make_generator(17 + rep);
-        DecodeOutput out = decode(m, prompts, on_fast ? fast : reference, gen);
+        SpeculativeStats stats;
+        DecodeOutput out = speculative ? speculative_decode(m, draft, prompts, on_fast ? fast : reference,
+                                                            cfg.speculative.lookahead, gen, stats)
+                                       : decode(m, prompts, on_fast ? fast : reference, gen);
         if (on_fast) speed.fast_step = out.fast_step;
         double& best = on_fast ? speed.fast_tok_s : speed.reference_tok_s;
         if (rep > 0) best = std::max(best, out.kept_tokens / out.seconds);

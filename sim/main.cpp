@@ -42,7 +42,7 @@ const char* kUsage =
     "  generate CKPT     sample from a checkpoint directory: --prompt TEXT\n"
     "  info              build, library versions, BLAS, threads, devices\n"
     "  bench-decode CONFIG  decode tokens/s of baseline and sfvl on a random model of CONFIG's shape, and of\n"
-    "                       each --variants model (baseline,sfcl,fused) on the fast and the reference step\n\n"
+    "                       each --variants model (baseline,sfcl,fused,speculative) on both steps\n\n"
     "Run 'zerolayer COMMAND --help' for a command's options. Every config key is\n"
     "also an option with its dotted name, e.g. --train.steps 200.\n";
 
@@ -242,7 +242,7 @@ int cmd_bench_decode(int argc, char** argv) {
   opts.add_options()("help,h", "this help")("config", po::value<std::string>(), "study file giving the shape")(
       "prompt-tokens", po::value<int64_t>()->default_value(32), "random prompt tokens per sequence")(
       "repeats", po::value<int64_t>()->default_value(3), "timed passes per decoder (best kept)")(
-      "variants", po::value<std::string>()->default_value("baseline,sfcl,fused"),
+      "variants", po::value<std::string>()->default_value("baseline,sfcl,fused,speculative"),
       "comma list: each variant's model on the fast and the reference step");
   opts.add(key_options());
   po::positional_options_description pos;
