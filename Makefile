@@ -43,7 +43,7 @@ sanitize: setup
 # $(FUZZ_BUILD)/corpus, a crash in $(FUZZ_BUILD)/crash-* (make it a regression test).
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
-FUZZERS := study_file claims_registry tokenizer
+FUZZERS := study_file claims_registry tokenizer results_reader
 fuzz: setup
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZL_FUZZ=ON \
 	  -DZL_BUILD_TESTS=OFF -DZL_BUILD_PYTHON=OFF -DZL_PYTHON=$(PY)

@@ -30,13 +30,16 @@ herr_t collect_error(unsigned, const H5E_error2_t* err, void* data) {
 
 // Splits "a/b/c" into its parts; rejects empty parts so that "" or "a//b"
 // is a caller's bug reported as such rather than an obscure HDF5 failure.
-std::vector<std::string> split_path(const std::string& path) {
+// The path may come from the file itself (a run id read from /index), so
+// the error names the file like every other.
+std::vector<std::string> split_path(const std::string& path, const std::string& file) {
   std::vector<std::string> parts;
   size_t start = 0;
   while (true) {
     size_t slash = path.find('/', start);
     std::string part = path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
-    if (part.empty()) throw std::invalid_argument("bad HDF5 path '" + path + "' (empty component)");
+    if (part.empty())
+      throw std::invalid_argument("bad HDF5 path '" + path + "' in '" + file + "' (empty component)");
     parts.push_back(part);
     if (slash == std::string::npos) return parts;
     start = slash + 1;
@@ -44,8 +47,8 @@ std::vector<std::string> split_path(const std::string& path) {
 }
 
 // "a/b/c" -> {"a/b", "c"}; "c" -> {"", "c"}.
-std::pair<std::string, std::string> split_parent(const std::string& path) {
-  split_path(path);  // validates
+std::pair<std::string, std::string> split_parent(const std::string& path, const std::string& file) {
+  split_path(path, file);  // validates
   size_t slash = path.rfind('/');
   if (slash == std::string::npos) return {"", path};
   return {path.substr(0, slash), path.substr(slash + 1)};
@@ -283,7 +286,7 @@ double Node::attr_double(const std::string& name) const {
 Kind Group::kind(const std::string& path) const {
   std::string prefix;
   Kind kind = Kind::missing;
-  for (const std::string& part : split_path(path)) {
+  for (const std::string& part : split_path(path, file_)) {
     // An intermediate that is not a group cannot contain anything.
     if (!prefix.empty() && kind != Kind::group) return Kind::missing;
     prefix += (prefix.empty() ? "" : "/") + part;
@@ -306,7 +309,7 @@ Group Group::group(const std::string& path) const {
 
 Group Group::require_group(const std::string& path) const {
   std::string prefix;
-  for (const std::string& part : split_path(path)) {
+  for (const std::string& part : split_path(path, file_)) {
     prefix += (prefix.empty() ? "" : "/") + part;
     Kind k = kind(prefix);
     if (k == Kind::group) continue;
@@ -350,10 +353,38 @@ std::vector<std::string> Group::children() const {
 
 namespace {
 
+// How many hard links the object `name` in `group` has.
+unsigned hard_links(hid_t group, const std::string& name, const std::string& file) {
+#if H5_VERSION_GE(1, 12, 0)
+  H5O_info2_t info;
+  check(H5Oget_info_by_name3(group, name.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT), file, "look up '" + name + "'");
+#else
+  H5O_info_t info;
+  check(H5Oget_info_by_name2(group, name.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT), file, "look up '" + name + "'");
+#endif
+  return info.rc;
+}
+
+}  // namespace
+
+std::vector<std::string> Group::tree_children() const {
+  std::vector<std::string> names;
+  for (const std::string& name : children()) {
+    H5L_info_t link;
+    check(H5Lget_info(id(), name.c_str(), &link, H5P_DEFAULT), file_, "look up link '" + name + "'");
+    if (link.type != H5L_TYPE_HARD) continue;
+    if (kind(name) == Kind::group && hard_links(id(), name, file_) > 1) continue;
+    names.push_back(name);
+  }
+  return names;
+}
+
+namespace {
+
 // Creates dataset `path` under `group` (making its parent groups), with the
 // given types and shape.
 Id create_dataset(const Group& group, const std::string& path, hid_t type, hid_t space, hid_t dcpl) {
-  auto [parent, leaf] = split_parent(path);
+  auto [parent, leaf] = split_parent(path, group.file());
   std::optional<Group> holder;
   hid_t loc = group.id();
   if (!parent.empty()) {
@@ -462,7 +493,7 @@ namespace {
 // Calls fn(path relative to `group`, dataset) for every dataset below it.
 template <class Fn>
 void for_each_dataset(const Group& group, const std::string& prefix, const Fn& fn) {
-  for (const std::string& child : group.children()) {
+  for (const std::string& child : group.tree_children()) {
     const std::string rel = prefix.empty() ? child : prefix + "/" + child;
     Kind kind = group.kind(child);
     if (kind == Kind::group) for_each_dataset(group.group(child), rel, fn);
@@ -496,7 +527,7 @@ void relink_scales(const Group& src, const Group& dst) {
 void Group::copy(const std::string& src_path, const Group& dst, const std::string& dst_path) const {
   const std::string op = "copy '" + src_path + "' from '" + file_ + "' to '" + dst_path + "'";
   if (kind(src_path) != Kind::group) throw std::runtime_error("cannot " + op + ": not a group");
-  auto [parent, leaf] = split_parent(dst_path);
+  auto [parent, leaf] = split_parent(dst_path, dst.file());
   std::optional<Group> holder;
   hid_t loc = dst.id();
   if (!parent.empty()) {
@@ -606,15 +637,69 @@ void Dataset::make_scale(const std::string& name) const {
 
 bool Dataset::is_scale() const { return check(H5DSis_scale(id()), file_, "check dimension scale") > 0; }
 
-void Dataset::attach_scale(const Dataset& scale, unsigned dim) const {
-  check(H5DSattach_scale(id(), scale.id(), dim), file_,
-        "attach scale '" + scale.path() + "' to '" + path() + "'");
+namespace {
+
+// hdf5_hl 1.10.8's H5DSattach_scale reads a CLASS attribute into a buffer one
+// byte longer than the string, leaves that byte unset and strlen()s it: a
+// CLASS with no NUL among its bytes (a shard edited with h5py or PyTables, a
+// damaged one) is read past the buffer's end. Such a dataset is refused first;
+// ours have no CLASS, or the NUL-terminated one H5DSset_scale writes.
+void check_class_readable(const Node& ds, const std::string& op) {
+  if (!ds.has_attr("CLASS")) return;
+  Id attr(check(H5Aopen(ds.id(), "CLASS", H5P_DEFAULT), ds.file(), op));
+  Id type(check(H5Aget_type(attr.get()), ds.file(), op));
+  Id space(check(H5Aget_space(attr.get()), ds.file(), op));
+  bool terminated = false;
+  if (H5Tget_class(type.get()) == H5T_STRING && H5Tis_variable_str(type.get()) == 0 &&
+      H5Sget_simple_extent_npoints(space.get()) == 1) {
+    std::vector<char> bytes(H5Tget_size(type.get()));
+    check(H5Aread(attr.get(), type.get(), bytes.data()), ds.file(), op);
+    terminated = std::find(bytes.begin(), bytes.end(), '\0') != bytes.end();
+  }
+  if (!terminated)
+    throw std::runtime_error("cannot " + op + " in '" + ds.file() + "': attribute CLASS of '" + ds.path() +
+                             "' is not a NUL-terminated string");
 }
 
+}  // namespace
+
+void Dataset::attach_scale(const Dataset& scale, unsigned dim) const {
+  const std::string op = "attach scale '" + scale.path() + "' to '" + path() + "'";
+  check_class_readable(*this, op);
+  check_class_readable(scale, op);
+  check(H5DSattach_scale(id(), scale.id(), dim), file_, op);
+}
+
+namespace {
+
+// hdf5_hl 1.10.8's H5DSiterate_scales reads DIMENSION_LIST with whatever type
+// it has into room for one variable-length list per dimension, then follows
+// the lists' pointers: an attribute of another type or size (a damaged file,
+// another writer) makes it write past that room or follow garbage. So it must
+// first be what H5DSattach_scale writes: object references, a list per dimension.
+void check_dimension_list(const Dataset& ds, const std::string& op) {
+  if (!ds.has_attr("DIMENSION_LIST")) return;
+  Id attr(check(H5Aopen(ds.id(), "DIMENSION_LIST", H5P_DEFAULT), ds.file(), op));
+  Id type(check(H5Aget_type(attr.get()), ds.file(), op));
+  Id space(check(H5Aget_space(attr.get()), ds.file(), op));
+  bool ok = H5Tget_class(type.get()) == H5T_VLEN && H5Sget_simple_extent_ndims(space.get()) == 1 &&
+            H5Sget_simple_extent_npoints(space.get()) == ds.rank();
+  if (ok) {
+    Id base(check(H5Tget_super(type.get()), ds.file(), op));
+    ok = H5Tequal(base.get(), H5T_STD_REF_OBJ) > 0;
+  }
+  if (!ok)
+    throw std::runtime_error("cannot " + op + " in '" + ds.file() +
+                             "': its DIMENSION_LIST attribute is not a list of object references per dimension");
+}
+
+}  // namespace
+
 std::vector<std::string> Dataset::scale_paths(unsigned dim) const {
+  const std::string op = "list dimension scales of '" + path() + "'";
+  check_dimension_list(*this, op);
   std::vector<std::string> paths;
-  check(H5DSiterate_scales(id(), dim, nullptr, collect_scale, &paths), file_,
-        "list dimension scales of '" + path() + "'");
+  check(H5DSiterate_scales(id(), dim, nullptr, collect_scale, &paths), file_, op);
   return paths;
 }
 

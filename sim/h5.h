@@ -103,6 +103,11 @@ class Group : public Node {
   void remove(const std::string& path) const;
   // Names of the links directly in this group, in name order.
   std::vector<std::string> children() const;
+  // The children a walk down the tree takes: hard links, but not to a group
+  // that has another hard link. A soft or external link may lead anywhere,
+  // and a group linked twice may be linked from below itself, a cycle that a
+  // walk would follow forever; the results schema has neither.
+  std::vector<std::string> tree_children() const;
 
   // A 1-D dataset of size 0 with unlimited maximum size, chunked by `chunk`
   // elements, grown by Dataset::append.

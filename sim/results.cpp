@@ -285,9 +285,10 @@ void write_run_group(const h5::File& file, const RunRecord& run, const std::map<
 }
 
 // Reads the curves and tables under `group` into `run`, naming them by their
-// path below the run group (`prefix`).
+// path below the run group (`prefix`). Links the schema does not make (soft,
+// external, a second link to a group: maybe a cycle) are not followed.
 void read_run_objects(const h5::Group& group, const std::string& prefix, RunRecord& run) {
-  for (const std::string& child : group.children()) {
+  for (const std::string& child : group.tree_children()) {
     const std::string name = join(prefix, child);
     h5::Kind kind = group.kind(child);
     if (kind == h5::Kind::group) {
