@@ -426,7 +426,12 @@ size_t merge_shards(const std::string& dir, const std::string& out_path, const P
   std::set<std::string> metrics;
   for (const std::string& path : list_shards(runs_dir)) {
     h5::File file = open_results(path);
-    for (RunRecord& run : index_records(read_index_table(file), path)) {
+    std::vector<RunRecord> runs = index_records(read_index_table(file), path);
+    // A shard is one run: an empty /index would drop its run from the merge in silence.
+    if (runs.size() != 1)
+      throw std::runtime_error("'" + path + "' is not a run shard: its /index holds " + std::to_string(runs.size()) +
+                               " runs, not 1");
+    for (RunRecord& run : runs) {
       if (file.kind("runs/" + run.run_id) != h5::Kind::group)
         throw std::runtime_error("'" + path + "' has no group /runs/" + run.run_id);
       auto [it, inserted] = file_of.emplace(run.run_id, path);

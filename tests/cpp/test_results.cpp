@@ -425,6 +425,20 @@ TEST(Results, MergeRejectsCorruptShardByName) {
   expect_error_naming([&] { zl::read_shard(dir / "runs/b2.h5"); }, dir / "runs/b2.h5");
 }
 
+// Found by fuzzing: a shard whose /index has no row was merged without its
+// run, in silence.
+TEST(Results, MergeRejectsAShardWithoutItsRun) {
+  TempDir dir("zl_results");
+  fs::create_directories(dir.path() / "runs");
+  RunRecord a = sample_run("aaa", 1, {{"val_loss", 1.0}});
+  const std::string shard = (dir.path() / "runs" / "aaa.h5").string();
+  write_shard(shard, sample_provenance(), a);
+  Table empty;
+  empty.add("run_id", std::vector<std::string>{});
+  zl::write_table(shard, "index", empty);
+  expect_error_naming([&] { merge_shards(dir.path().string(), dir / "results.h5", sample_provenance()); }, "aaa.h5");
+}
+
 TEST(Results, MergeRejectsForeignHdf5ByName) {
   TempDir dir("zl_results");
   zl::write_shard(dir / "runs/a1.h5", sample_provenance(), sample_run("a1", 1, {}));
