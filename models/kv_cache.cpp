@@ -24,11 +24,18 @@ KVCache KVCache::allocate(const ModelConfig& cfg, int64_t batch, int64_t capacit
 }
 
 void KVCache::truncate(int64_t b, int64_t length) {
-  int64_t now = lengths[b].item<int64_t>();
+  // On the CPU without ATen calls: decoders roll back every sequence every
+  // round, where two tensor operations each cost more than the check.
+  int64_t* cpu = lengths.is_cpu() && lengths.is_contiguous() ? lengths.data_ptr<int64_t>() : nullptr;
+  if (b < 0 || b >= batch()) throw std::out_of_range("KVCache::truncate: no sequence " + std::to_string(b));
+  const int64_t now = cpu ? cpu[b] : lengths[b].item<int64_t>();
   if (length < 0 || length > now)
     throw std::out_of_range("KVCache::truncate: sequence " + std::to_string(b) + " holds " + std::to_string(now) +
                             " tokens, cannot roll back to " + std::to_string(length));
-  lengths[b] = length;
+  if (cpu)
+    cpu[b] = length;
+  else
+    lengths[b] = length;
 }
 
 int64_t KVCache::bytes_per_token(std::map<std::string, int64_t>* parts) const {

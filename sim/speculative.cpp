@@ -42,9 +42,13 @@ std::vector<int64_t> accept_drafts(const torch::Tensor& p, const torch::Tensor& 
                                    at::Generator& gen) {
   std::vector<int64_t> kept;
   const int64_t G = drafted.size();
+  // Read on the CPU: an .item() per drafted token cost more than a decode step.
+  const auto pc = p.to(torch::kCPU, torch::kFloat).contiguous(), qc = q.to(torch::kCPU, torch::kFloat).contiguous();
+  const float *pp = pc.data_ptr<float>(), *qp = qc.data_ptr<float>();
+  const int64_t V = p.size(1);
   for (int64_t j = 0; j < G; ++j) {
     const int64_t x = drafted[j];
-    const double px = p[j][x].item<double>(), qx = q[j][x].item<double>();
+    const double px = pp[j * V + x], qx = qp[j * V + x];
     if (qx > 0 && uniform(gen) < std::min(1.0, px / qx)) {
       kept.push_back(x);
       continue;
@@ -147,11 +151,12 @@ DecodeOutput speculative_decode(Transformer& model, Transformer& draft, const st
       std::vector<std::vector<int64_t>> drafted(B);
       for (int64_t j = 0; j < G; ++j) {
         auto qj = sampling_probs(step_logits, opt.sampling).to(torch::kCPU);  // [B,V]
-        auto x = draw(qj, gen);                                               // [B]
+        auto x = draw(qj, gen).contiguous();                                  // [B] on the CPU
+        const int64_t* xs = x.data_ptr<int64_t>();
         q.push_back(qj);
         std::vector<std::vector<int64_t>> proposed(B);
         for (int64_t i = 0; i < B; ++i) {
-          drafted[i].push_back(x[i].item<int64_t>());
+          drafted[i].push_back(xs[i]);
           proposed[i] = {drafted[i].back()};
         }
         if (j + 1 < G) {

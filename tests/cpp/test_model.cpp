@@ -75,6 +75,8 @@ TEST(Model, RollbackThenSameTokensGivesSameLogits) {
   auto again = m->forward(tokens.narrow(1, 10, 2), cache);
   EXPECT_TRUE(torch::allclose(reference, again, 1e-5, 1e-6));
   EXPECT_THROW(cache.truncate(0, 13), std::out_of_range);
+  EXPECT_THROW(cache.truncate(-1, 0), std::out_of_range);  // no such sequence
+  EXPECT_THROW(cache.truncate(cache.batch(), 0), std::out_of_range);
 }
 
 TEST(Model, SequencesOfDifferentLengthsDecodeIndependently) {
