@@ -29,8 +29,8 @@ test: build
 # sanitizers' runtime refuses RTLD_DEEPBIND (without it protobuf aborts).
 SAN_BUILD ?= build-sanitize
 SAN_SKIP := Tokenizer.SentencePiece*:Tokenizer.CorruptOrMissingModelIsNamed:Tokenizer.CachedModelOfAnotherSizeIsAnError
-# -O1 -g1 (line tables: ASan's stack traces) and asserts on: about half the
-# build time of -O2 -g, and the sanitizers' own advice for speed.
+# -O1 -g1 (line tables are all ASan's stack traces need) and asserts on: the
+# sanitizers' own advice, and less to compile than -O2 -g.
 sanitize: setup
 	cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
 	  -DZL_SANITIZE=ON -DZL_BUILD_PYTHON=OFF -DZL_PYTHON=$(PY)
