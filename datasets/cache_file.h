@@ -6,6 +6,7 @@
 // was published (a disk, a half-finished copy, a hand), and is rebuilt.
 #pragma once
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 namespace zl {
@@ -22,6 +23,22 @@ std::optional<std::string> read_cache_file(const std::string& path);
 // <path>.crc32.corrupt, and says why on stderr, so that the next reader
 // builds it again and the damaged bytes stay for a post-mortem.
 void set_aside_damaged(const std::string& path, const std::string& why);
+
+// read_cache_file as `parse` reads the bytes: nothing as well when `parse` refuses
+// them with a std::runtime_error (a file from before checksums, or one
+// damaged together with its sidecar), and the file is then set aside with
+// that reason.
+template <class Parse>
+auto read_cache_file(const std::string& path, Parse&& parse) -> std::optional<decltype(parse(std::string()))> {
+  auto bytes = read_cache_file(path);
+  if (!bytes) return std::nullopt;
+  try {
+    return parse(*bytes);
+  } catch (const std::runtime_error& e) {
+    set_aside_damaged(path, e.what());
+    return std::nullopt;
+  }
+}
 
 // A checksum record, as sidecars and checkpoints' state.ini hold it:
 // "crc32 <8 hex digits> bytes <size>".

@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <array>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
@@ -84,14 +83,6 @@ void segment(const std::string& s, OnText on_text, OnByte on_byte) {
     run = i;
   }
   if (i > run) on_text(run, i);
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read SentencePiece model '" + path + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 class SentencePieceTokenizer final : public Tokenizer {
@@ -287,7 +278,7 @@ std::string train_model(const std::vector<std::string>& docs, int64_t vocab_size
 
 std::unique_ptr<Tokenizer> load_sentencepiece_tokenizer(const std::string& model_path) {
   if (!fs::exists(model_path)) throw std::runtime_error("SentencePiece model '" + model_path + "' does not exist");
-  return std::make_unique<SentencePieceTokenizer>(read_file(model_path), model_path);
+  return std::make_unique<SentencePieceTokenizer>(read_whole_file(model_path), model_path);
 }
 
 std::unique_ptr<Tokenizer> make_sentencepiece_tokenizer(const std::vector<std::string>& train_docs,
@@ -298,19 +289,15 @@ std::unique_ptr<Tokenizer> make_sentencepiece_tokenizer(const std::vector<std::s
 std::unique_ptr<Tokenizer> make_sentencepiece_tokenizer(const std::function<std::vector<std::string>()>& train_docs,
                                                         int64_t vocab_size, const std::string& cache_path) {
   if (cache_path.empty()) throw std::invalid_argument("make_sentencepiece_tokenizer: empty cache_path");
-  if (auto bytes = read_cache_file(cache_path)) {
-    std::unique_ptr<Tokenizer> cached;
-    try {
-      cached = std::make_unique<SentencePieceTokenizer>(*bytes, cache_path);
-    } catch (const std::runtime_error& e) {
-      set_aside_damaged(cache_path, e.what());  // from before checksums, or damaged with its sidecar
-    }
+  auto cached = read_cache_file(
+      cache_path, [&](const std::string& bytes) { return std::make_unique<SentencePieceTokenizer>(bytes, cache_path); });
+  if (cached) {
     // A cache trained for another size would silently change the model shape.
-    if (cached && cached->vocab_size() != vocab_size)
+    if ((*cached)->vocab_size() != vocab_size)
       throw std::runtime_error("SentencePiece model '" + cache_path + "' has vocabulary " +
-                               std::to_string(cached->vocab_size()) + ", not the requested " +
+                               std::to_string((*cached)->vocab_size()) + ", not the requested " +
                                std::to_string(vocab_size) + "; delete it to retrain");
-    if (cached) return cached;
+    return std::move(*cached);
   }
   const std::string serialized = train_model(train_docs(), vocab_size, cache_path);
   publish_cache_file(cache_path, serialized);  // a reader (or a second trainer racing us) sees all or nothing

@@ -1,6 +1,7 @@
 #include "datasets/token_shards.h"
 
 #include <cstring>
+#include <stdexcept>
 
 #include "datasets/cache_file.h"
 
@@ -39,11 +40,13 @@ std::string shard_bytes(const TokenStream& s) {
 TokenStream encode_documents(const std::vector<Document>& docs, const Tokenizer& tok, const std::string& cache_path) {
   TokenStream s;
   if (!cache_path.empty()) {
-    if (auto bytes = read_cache_file(cache_path)) {
-      const std::string why = parse_shard(*bytes, s);
-      if (why.empty()) return s;
-      set_aside_damaged(cache_path, why);
-    }
+    auto cached = read_cache_file(cache_path, [](const std::string& bytes) {
+      TokenStream read;
+      const std::string why = parse_shard(bytes, read);
+      if (!why.empty()) throw std::runtime_error(why);
+      return read;
+    });
+    if (cached) return std::move(*cached);
   }
   std::vector<int32_t> ids;
   for (const auto& d : docs) {

@@ -646,12 +646,10 @@ namespace {
 // ours have no CLASS, or the NUL-terminated one H5DSset_scale writes.
 void check_class_readable(const Node& ds, const std::string& op) {
   if (!ds.has_attr("CLASS")) return;
-  Id attr(check(H5Aopen(ds.id(), "CLASS", H5P_DEFAULT), ds.file(), op));
-  Id type(check(H5Aget_type(attr.get()), ds.file(), op));
-  Id space(check(H5Aget_space(attr.get()), ds.file(), op));
+  Id type;
+  Id attr = open_attr(ds, "CLASS", H5T_STRING, H5T_STRING, &type);  // a scalar string, or an error naming the file
   bool terminated = false;
-  if (H5Tget_class(type.get()) == H5T_STRING && H5Tis_variable_str(type.get()) == 0 &&
-      H5Sget_simple_extent_npoints(space.get()) == 1) {
+  if (H5Tis_variable_str(type.get()) == 0) {
     std::vector<char> bytes(H5Tget_size(type.get()));
     check(H5Aread(attr.get(), type.get(), bytes.data()), ds.file(), op);
     terminated = std::find(bytes.begin(), bytes.end(), '\0') != bytes.end();

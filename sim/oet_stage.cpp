@@ -190,15 +190,9 @@ void OetStage::prepare(const StageContext& ctx, RunRecord& r) {
                           std::to_string(ctx.data.tokenizer->vocab_size());
   const std::string path = (fs::path(ctx.checkpoint_dir) / ("oet_table-" + hash_hex(key) + ".bin")).string();
   const auto t0 = std::chrono::steady_clock::now();
-  bool loaded = false;
-  if (auto bytes = read_cache_file(path)) {
-    try {
-      table_ = parse_offline_table(*bytes, path);
-      loaded = true;
-    } catch (const std::runtime_error& e) {
-      set_aside_damaged(path, e.what());  // from before checksums, or damaged with its sidecar
-    }
-  }
+  auto cached = read_cache_file(path, [&](const std::string& bytes) { return parse_offline_table(bytes, path); });
+  const bool loaded = cached.has_value();
+  if (loaded) table_ = std::move(*cached);
   if (loaded && (table_.kinds != kEventKinds || table_.buckets != o.buckets || table_.layers != ctx.model->cfg.layers ||
                  table_.dim != ctx.model->cfg.dim))
     throw std::runtime_error("offline table '" + path + "' does not match this model or oet.buckets; delete it to rebuild");

@@ -1,9 +1,7 @@
 #include "sim/sfcl_stage.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <limits>
 
 #include "datasets/batch_sampler.h"
 #include "datasets/corpus.h"
@@ -119,7 +117,7 @@ void SfclStage::finish(const StageContext& ctx, const Prompts& prompts, const De
   const CorrectionMode modes[2] = {CorrectionMode::Module, CorrectionMode::Identity};
   auto ms = best_replay_step_ms(3, [&] {
     return replay_step_ms(ctx.model, prompts.tokens, quality.continuations, ctx.cfg.decode.batch,
-                          ctx.cfg.decode.max_new_tokens, ctx.cfg.decode.step == "fast", 2,
+                          ctx.cfg.decode.max_new_tokens, quality.fast_step, 2,
                           [&](int k, DecodeStep*) { ctx.model->set_correction_mode(modes[k]); });
   });
   const double with = ms[0], without = ms[1];

@@ -151,16 +151,15 @@ Verifier load_or_train_verifier(const RunConfig& cfg, Transformer& lm, const Dat
   const uint64_t seed = static_cast<uint64_t>(cfg.seed);
 
   const std::string file = verifier_file(cfg, checkpoint_dir, vocab);
-  bool loaded = false;
-  if (auto bytes = read_cache_file(file)) {
+  auto load = [&](const std::string& bytes) {
     try {
-      torch_load_bytes(v, *bytes);
-      loaded = true;
-    } catch (const c10::Error&) {
-      set_aside_damaged(file, "cannot load the verifier: corrupt or another shape");
+      torch_load_bytes(v, bytes);
+    } catch (const c10::Error&) {  // its message is a backtrace: say what it means
+      throw std::runtime_error("cannot load the verifier: corrupt or another shape");
     }
-  }
-  if (!loaded) {
+    return true;
+  };
+  if (!read_cache_file(file, load)) {
     auto start = std::chrono::steady_clock::now();
     auto windows = make_verifier_windows(lm, ds.train.tokens, 256 * 32, W, P, T, seed * 1000 + 1);
     Verifier fresh = train_verifier(v->cfg, windows, cfg.verify.train_steps, seed);
