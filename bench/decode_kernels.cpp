@@ -3,6 +3,11 @@
 // vocabulary 1024, batch 8): where a decode step's time goes, per part.
 //  - BM_PanelsProduct/N/K: one product C[8×N] = A[8×K]·Wᵀ (GFLOP/s counter);
 //  - BM_DecodeStep/threads: one step at a context of 80 tokens (tok/s counter);
+//  - BM_FusedStep/part/threads: the same step for fused with one part on (0
+//    none, 1 key weighting by attn_mass, 2 by hidden_norm, 3 by grad_norm, 4
+//    value distillation at r = D/2, 5 the gate, 6 all three as claims.ini has
+//    them): what each part adds to the step;
+//  - BM_TopK: the gate's top 5 of 1024 logits, for 8 rows;
 //  - BM_Prefill/threads: 8 prompts of 32 tokens into an empty cache;
 //  - BM_SampleNext: one draw per row of [8,1024] logits at temperature 0.8;
 //  - BM_VerifierScore: sfvl's check of 8 windows of 5 tokens, the verifier
@@ -39,19 +44,19 @@ BENCHMARK(BM_PanelsProduct)->Args({384, 128})->Args({128, 128})->Args({512, 128}
 
 // The benchmarked model (4 layers, 128 wide, vocabulary 1024) in eval mode,
 // with LibTorch's threads (and so the step's team) set to `threads`.
-zl::Transformer bench_model(int64_t threads) {
+zl::Transformer bench_model(int64_t threads, const zl::FusedOptions& fused = {}) {
   at::set_num_threads(static_cast<int>(threads));
   torch::manual_seed(0);
   zl::ModelConfig cfg;
   cfg.vocab = 1024;
+  cfg.fused = fused;
   zl::Transformer model(cfg);
   model->eval();
   return model;
 }
 
-void BM_DecodeStep(benchmark::State& state) {
-  torch::NoGradGuard no_grad;
-  auto model = bench_model(state.range(0));
+// One step at a context of 80 tokens, the same context every iteration.
+void time_steps(benchmark::State& state, zl::Transformer& model) {
   zl::DecodeStep step(model);
   auto cache = model->make_cache(kBatch);
   model->forward(torch::randint(model->cfg.vocab, {kBatch, 80}, torch::kLong), cache);
@@ -65,7 +70,29 @@ void BM_DecodeStep(benchmark::State& state) {
   state.counters["tok/s"] = benchmark::Counter(static_cast<double>(kBatch * state.iterations()),
                                                benchmark::Counter::kIsRate);
 }
+
+void BM_DecodeStep(benchmark::State& state) {
+  torch::NoGradGuard no_grad;
+  auto model = bench_model(state.range(0));
+  time_steps(state, model);
+}
 BENCHMARK(BM_DecodeStep)->Arg(1)->Arg(2)->UseRealTime();
+
+void BM_FusedStep(benchmark::State& state) {
+  using F = zl::FusedOptions;
+  torch::NoGradGuard no_grad;
+  const int64_t part = state.range(0);
+  F o;
+  if (part == 1 || part == 6) o.key_weighting = F::KeyWeighting::Scale;
+  if (part == 2 || part == 3) o.key_weighting = F::KeyWeighting::Scale;
+  if (part == 2) o.importance = F::Importance::HiddenNorm;
+  if (part == 3) o.importance = F::Importance::GradNorm;
+  if (part == 4 || part == 6) o.value_rank = zl::ModelConfig{}.head_dim() / 2;
+  if (part == 5 || part == 6) o.gate = true;
+  auto model = bench_model(state.range(1), o);
+  time_steps(state, model);
+}
+BENCHMARK(BM_FusedStep)->ArgsProduct({benchmark::CreateDenseRange(0, 6, 1), {1, 2}})->UseRealTime();
 
 void BM_Prefill(benchmark::State& state) {
   torch::NoGradGuard no_grad;
@@ -107,5 +134,15 @@ void BM_VerifierScore(benchmark::State& state) {
                                                  benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_VerifierScore);
+
+void BM_TopK(benchmark::State& state) {
+  auto x = torch::randn({8, 1024}) * 3;
+  std::vector<int64_t> top(5);
+  for (auto _ : state) {
+    for (int r = 0; r < 8; ++r) zl::top_k(x.data_ptr<float>() + r * 1024, 1024, 5, top.data());
+    benchmark::DoNotOptimize(top.data());
+  }
+}
+BENCHMARK(BM_TopK);
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 
 namespace zl {
@@ -53,6 +54,26 @@ using i16 = int32_t __attribute__((vector_size(64)));
 __attribute__((always_inline)) inline f16 broadcast(float v) { return f16{} + v; }
 
 __attribute__((always_inline)) inline void store16(float* p, f16 v) { std::memcpy(p, &v, sizeof v); }
+
+// Whether any lane of v is at least t: the comparison's lanes or-ed by
+// halving (as lanes_sum), where testing them one by one costs sixteen extractions.
+__attribute__((always_inline)) inline bool any_at_least(f16 v, float t) {
+  const i16 above = v >= (f16{} + t);
+#if defined(__clang__) || __GNUC__ >= 12
+  using i8 = int32_t __attribute__((vector_size(32)));
+  using i4 = int32_t __attribute__((vector_size(16)));
+  i8 h = __builtin_shufflevector(above, above, 0, 1, 2, 3, 4, 5, 6, 7) |
+         __builtin_shufflevector(above, above, 8, 9, 10, 11, 12, 13, 14, 15);
+  i4 q = __builtin_shufflevector(h, h, 0, 1, 2, 3) | __builtin_shufflevector(h, h, 4, 5, 6, 7);
+  return (q[0] | q[1] | q[2] | q[3]) != 0;
+#else
+  int32_t a[16];
+  std::memcpy(a, &above, sizeof a);
+  int32_t any = 0;
+  for (int l = 0; l < 16; ++l) any |= a[l];
+  return any != 0;
+#endif
+}
 
 __attribute__((always_inline)) inline float lanes_max(f16 v) {
   float m = v[0];
@@ -293,6 +314,49 @@ ZL_CLONES void weigh_keys(const float* __restrict raw, const float* __restrict e
     const float lw = imp ? -alpha * d * (1.0f - imp[j]) : alpha * ((excl ? excl[j] : 0.0f) - d);
     s[j] = scale_form ? raw[j] * std::exp(lw) : raw[j] + lw;
   }
+}
+
+ZL_CLONES int64_t top_k(const float* __restrict x, int64_t n, int64_t k, int64_t* __restrict top) {
+  if (k <= 0) return 0;
+  int64_t held = 0;
+  auto offer = [&](int64_t j) {
+    if (held == k && !(x[j] > x[top[k - 1]])) return;
+    int64_t at = held < k ? held++ : k - 1;
+    for (; at > 0 && x[j] > x[top[at - 1]]; --at) top[at] = top[at - 1];
+    top[at] = j;
+  };
+  const int64_t chunks = n / 16;
+  if (chunks <= k || k > 16) {
+    for (int64_t j = 0; j < n; ++j) offer(j);
+    return held;
+  }
+  // Each lane's maximum over the chunks of sixteen is a distinct value, so
+  // the k-th largest of the sixteen bounds the k-th largest value from
+  // below: only the few chunks reaching it need their values offered.
+  f16 lanes = load16(x);
+  for (int64_t c = 1; c < chunks; ++c) {
+    const f16 v = load16(x + 16 * c);
+    lanes = v > lanes ? v : lanes;
+  }
+  float maxima[16];
+  std::memcpy(maxima, &lanes, sizeof maxima);
+  std::nth_element(maxima, maxima + (k - 1), maxima + 16, std::greater<float>());
+  const float bound = maxima[k - 1];
+  auto larger = [](f16 a, f16 b) { return a > b ? a : b; };
+  int64_t c = 0;
+  for (; c + 4 <= chunks; c += 4) {  // four chunks to a test, then each that passes
+    const float* q = x + 16 * c;
+    if (!any_at_least(larger(larger(load16(q), load16(q + 16)), larger(load16(q + 32), load16(q + 48))), bound))
+      continue;
+    for (int64_t i = c; i < c + 4; ++i)
+      if (any_at_least(load16(x + 16 * i), bound))
+        for (int64_t j = 16 * i; j < 16 * i + 16; ++j) offer(j);
+  }
+  for (; c < chunks; ++c)
+    if (any_at_least(load16(x + 16 * c), bound))
+      for (int64_t j = 16 * c; j < 16 * c + 16; ++j) offer(j);
+  for (int64_t j = 16 * chunks; j < n; ++j) offer(j);
+  return held;
 }
 
 ZL_CLONES void scale_by_sigmoid(float* __restrict u, const float* __restrict z, int64_t n, float s) {

@@ -49,5 +49,10 @@ void scale_by_sigmoid(float* u, const float* z, int64_t n, float s);
 // raw[j] + log w[j] (bias).
 void weigh_keys(const float* raw, const float* excl, const float* imp, float alpha, int64_t p, int64_t n,
                 bool scale_form, float* s);
+// The indices of the k largest of x[0..n) into top[0..k), largest first
+// (ties: the lower index); returns min(k, n). Values are offered to a sorted
+// list only from the chunks of sixteen whose maximum could place: the
+// gate's top-k over the vocabulary reads each value about once.
+int64_t top_k(const float* x, int64_t n, int64_t k, int64_t* top);
 
 }  // namespace zl

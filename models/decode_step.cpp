@@ -306,13 +306,8 @@ void DecodeStep::through_layers(const Row* rows, int64_t M, KVCache& cache, floa
           std::copy(q + 2 * C, q + 2 * C + D, vc + slot * D);
           continue;
         }
-        if (!distill) continue;
-        const float* v = q + 2 * C;
-        for (int64_t i = 0; i < Wv; ++i) {
-          float z = 0;
-          for (int64_t d = 0; d < D; ++d) z += L.value_p[i * D + d] * v[d];
-          vc[slot * Wv + i] = z;
-        }
+        // z_i = P_i · v: the dot products of the attention's scores.
+        if (distill) scaled_scores(q + 2 * C, L.value_p, Wv, D, 1.0f, vc + slot * Wv);
       }
     if (fused) {
       attend_fused(l, rows, M, qkv, y, cache, alone, G > 0 && l + 1 == layers_.size() ? gate_in : nullptr);

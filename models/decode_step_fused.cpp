@@ -18,7 +18,8 @@ namespace {
 struct Scratch {
   std::vector<float> raw, scores, mass_row, y;
   std::vector<int64_t> top;
-  void fit(int64_t n, int64_t r) {
+  void fit(int64_t n, int64_t r, int64_t keys) {
+    top.resize(keys);
     raw.resize(n);
     scores.resize(n);
     mass_row.resize(n);
@@ -27,24 +28,6 @@ struct Scratch {
 };
 
 float squash(float n) { return n / (1.0f + n); }
-
-// The indices of the k largest of x[0..n), largest first (ties: the lower
-// index), in one pass keeping them sorted: k is a handful (gate keys,
-// candidates), so this is ~n comparisons. Returns min(k, n).
-int64_t top_indices(const float* x, int64_t n, int64_t k, std::vector<int64_t>& top) {
-  top.assign(k, -1);
-  int64_t held = 0;
-  for (int64_t j = 0; j < n; ++j) {
-    if (held == k && !(x[j] > x[top[k - 1]])) continue;
-    int64_t at = held < k ? held++ : k - 1;
-    while (at > 0 && x[j] > x[top[at - 1]]) {
-      top[at] = top[at - 1];
-      --at;
-    }
-    top[at] = j;
-  }
-  return held;
-}
 
 // log σ(o), floored at the gate's floor (LogitsGateImpl::log_factors), stably on both sides.
 float log_factor(float o) {
@@ -88,7 +71,7 @@ void DecodeStep::attend_fused(size_t l, const Row* rows, int64_t M, const float*
         const int64_t b = rows[m].sequence, p = rows[m].position, n = p + 1;
         const int64_t head = (b * H + hd) * cap;
         const float* q = qkv + m * 3 * C + hd * D;
-        sc.fit(n, Wv);
+        sc.fit(n, Wv, keys);
         float *raw = sc.raw.data(), *s = sc.scores.data();
         scaled_scores(q, kc + head * D, n, D, scale, raw);  // q·k / sqrt(D)
         std::copy(raw, raw + n, s);
@@ -113,10 +96,10 @@ void DecodeStep::attend_fused(size_t l, const Row* rows, int64_t M, const float*
         if (P) {  // r-wide values, then back through P: y = (Σ a z) P
           float* yr = sc.y.data();
           weighted_rows(s, vc + head * Wv, n, Wv, yr);
-          for (int64_t d = 0; d < D; ++d) out[d] = 0;
           if (distill)
-            for (int64_t i = 0; i < Wv; ++i)
-              for (int64_t d = 0; d < D; ++d) out[d] += yr[i] * P[i * D + d];
+            weighted_rows(yr, P, Wv, D, out);  // Σ_i yr_i P_i, the rows of P weighted
+          else
+            std::fill(out, out + D, 0.0f);
         } else {
           weighted_rows(s, vc + head * D, n, D, out);
         }
@@ -125,9 +108,10 @@ void DecodeStep::attend_fused(size_t l, const Row* rows, int64_t M, const float*
         // most, largest weight first; zeros where fewer keys are visible (or
         // a weight is 0), as the reference's top-k over masked keys gives.
         float* fh = features + m * H * keys + hd * keys;
-        const int64_t found = top_indices(s, n, keys, sc.top);
+        const int64_t found = top_k(s, n, keys, sc.top.data());
+        // Norms by the scores' kernel: a scalar sum is a chain of D dependent adds.
         float qn = 0;
-        for (int64_t d = 0; d < D; ++d) qn += q[d] * q[d];
+        scaled_scores(q, q, 1, D, 1.0f, &qn);
         qn = std::sqrt(qn);
         for (int64_t t = 0; t < keys; ++t) {
           const int64_t j = t < found ? sc.top[t] : -1;
@@ -137,7 +121,7 @@ void DecodeStep::attend_fused(size_t l, const Row* rows, int64_t M, const float*
           }
           const float* k = kc + (head + j) * D;
           float kn = 0;
-          for (int64_t d = 0; d < D; ++d) kn += k[d] * k[d];
+          scaled_scores(k, k, 1, D, 1.0f, &kn);
           fh[t] = (raw[j] / scale) / std::max(qn * std::sqrt(kn), 1e-12f);
         }
       }
@@ -201,10 +185,10 @@ void DecodeStep::gate_logits(int64_t n, const float* features, float* logits, bo
   std::vector<float> hidden(n * gate_hidden_), out(n * K);
   product(n, gate_hidden_, F, features, gate_fc1_, hidden.data(), alone, /*gelu=*/true, gate_fc1_b_);
   product(n, K, gate_hidden_, hidden.data(), gate_fc2_, out.data(), alone, /*gelu=*/false, gate_fc2_b_);
-  std::vector<int64_t> top;
+  std::vector<int64_t> top(k);
   for (int64_t r = 0; r < n; ++r) {
     float* row = logits + r * V;
-    top_indices(row, V, k, top);  // candidate i, the i-th largest logit, gets log factor i
+    top_k(row, V, k, top.data());  // candidate i, the i-th largest logit, gets log factor i
     for (int64_t i = 0; i < k; ++i) row[top[i]] += log_factor(out[r * K + i]);
   }
 }

@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <chrono>
 #include <functional>
+#include <numeric>
 #include <thread>
 
 #include "models/blas.h"
@@ -64,6 +66,33 @@ TEST(DecodeStep, KernelsMatchTorch) {
   auto g = torch::linspace(-12, 12, 37).contiguous();
   gelu_inplace(g.data_ptr<float>(), 37);
   EXPECT_TRUE(torch::allclose(g, torch::gelu(torch::linspace(-12, 12, 37)), 1e-6, 1e-6));
+}
+
+// top_k against a stable sort: blocks of sixteen passed over, ties (the
+// lower index first), fewer values than k, and k past a block's end.
+TEST(DecodeStep, TopKIsTheStableSortsHead) {
+  torch::manual_seed(3);
+  auto check = [](const std::vector<float>& x, int64_t k) {
+    std::vector<int64_t> want(x.size());
+    std::iota(want.begin(), want.end(), 0);
+    std::stable_sort(want.begin(), want.end(), [&](int64_t a, int64_t b) { return x[a] > x[b]; });
+    want.resize(std::min<size_t>(k, x.size()));
+    std::vector<int64_t> got(k, -1);
+    EXPECT_EQ(top_k(x.data(), static_cast<int64_t>(x.size()), k, got.data()), static_cast<int64_t>(want.size()));
+    got.resize(want.size());
+    EXPECT_EQ(got, want) << "n = " << x.size() << ", k = " << k;
+  };
+  for (int64_t n : {3, 16, 37, 1024}) {
+    auto r = torch::randn({n});
+    std::vector<float> x(r.data_ptr<float>(), r.data_ptr<float>() + n);
+    for (int64_t k : {1, 5, 20}) check(x, k);
+    std::vector<float> steps(n);  // many ties
+    for (int64_t i = 0; i < n; ++i) steps[i] = static_cast<float>((i * 7) % 5);
+    for (int64_t k : {1, 5, 20}) check(steps, k);
+  }
+  std::vector<float> rising(100);  // every block has a new largest
+  std::iota(rising.begin(), rising.end(), 0.0f);
+  check(rising, 5);
 }
 
 TEST(SpinTeam, RunsEveryPartOnceAndWakesAfterSleeping) {
