@@ -1,18 +1,45 @@
 #include "sim/decode_bench.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "models/factory.h"
 #include "models/verifier.h"
 #include "sim/cost.h"
 #include "sim/decoder.h"
 #include "sim/model_options.h"
+#include "sim/oet_stage.h"
 #include "sim/runtime.h"
 #include "sim/speculative.h"
 #include "sim/speculative_stage.h"
 #include "sim/verify_hook.h"
 
 namespace zl {
+namespace {
+
+// oet's arm on random weights: a vocabulary of words where one id in seven
+// names one of two parties, so that random tokens switch entity on about 7%
+// of tokens (the claims study's oet_trigger_rate is 6-10%), and a table whose
+// rows are random coefficients near 1 (tolerance 0: every entry kept).
+struct OetArm {
+  EventTrigger trigger;
+  OfflineTable table;
+};
+
+OetArm oet_arm(const ModelConfig& mc, const OetConfig& o) {
+  std::vector<std::string> pieces(mc.vocab);
+  for (int64_t id = 0; id < mc.vocab; ++id)
+    pieces[id] = id % 7 == 0 ? ((id / 7) % 2 ? " Seller" : " Buyer") : " w" + std::to_string(id);
+  EventTrigger trigger(pieces, {"seller", "buyer"}, {"if"}, TriggerOptions{static_cast<int>(o.numeric_run), static_cast<int>(o.nesting_depth)});
+  OfflineTableBuilder builder(kEventKinds, o.buckets, mc.layers, mc.dim);
+  for (int64_t row = 0; row < kEventKinds * o.buckets; ++row) {
+    auto c = (1 + 0.1 * torch::randn({mc.layers * mc.dim})).contiguous();
+    builder.add(row, c.data_ptr<float>());
+  }
+  return {std::move(trigger), builder.finish(/*tolerance=*/0)};
+}
+
+}  // namespace
 
 DecodeBenchResult run_decode_bench(const RunConfig& cfg, int64_t prompt_tokens, int64_t repeats,
                                    const std::vector<std::string>& variants) {
@@ -51,9 +78,9 @@ DecodeBenchResult run_decode_bench(const RunConfig& cfg, int64_t prompt_tokens, 
   for (const std::string& name : variants) {
     RunConfig vc = cfg;
     vc.variant = name;
-    const bool speculative = name == "speculative";
+    const bool speculative = name == "speculative", oet = name == "oet";
     torch::manual_seed(static_cast<uint64_t>(cfg.seed));
-    Transformer m = make_model(speculative ? "baseline" : name, model_config(vc, mc.vocab));
+    Transformer m = make_model(speculative ? "baseline" : oet ? "sfcl" : name, model_config(vc, mc.vocab));
     m->to(resolve_device(cfg.train.device));
     Transformer draft{nullptr};  // speculative: a random draft of the study's draft shape
     if (speculative) {
@@ -63,6 +90,8 @@ DecodeBenchResult run_decode_bench(const RunConfig& cfg, int64_t prompt_tokens, 
       draft = make_model("baseline", dc);
       draft->to(resolve_device(cfg.train.device));
     }
+    std::optional<OetArm> arm;
+    if (oet) arm.emplace(oet_arm(m->cfg, cfg.oet));
     VariantDecodeSpeed speed{name};
     DecodeOptions fast = opt, reference = opt;
     fast.fast_step = true;
@@ -72,9 +101,10 @@ DecodeBenchResult run_decode_bench(const RunConfig& cfg, int64_t prompt_tokens, 
         const bool on_fast = (rep + k) % 2 == 0;
         auto gen = make_generator(17 + rep);
         SpeculativeStats stats;
-        DecodeOutput out = speculative ? speculative_decode(m, draft, prompts, on_fast ? fast : reference,
-                                                            cfg.speculative.lookahead, gen, stats)
-                                       : decode(m, prompts, on_fast ? fast : reference, gen);
+        const DecodeOptions& o = on_fast ? fast : reference;
+        DecodeOutput out = speculative ? speculative_decode(m, draft, prompts, o, cfg.speculative.lookahead, gen, stats)
+                           : oet       ? oet_decode(m, arm->trigger, arm->table, prompts, o, gen)
+                                       : decode(m, prompts, o, gen);
         if (on_fast) speed.fast_step = out.fast_step;
         double& best = on_fast ? speed.fast_tok_s : speed.reference_tok_s;
         if (rep > 0) best = std::max(best, out.kept_tokens / out.seconds);

@@ -28,8 +28,9 @@ struct DecodeBenchResult {
 
 // Best of `repeats` timed passes (after one warm-up) for each decoder, and
 // for each of `variants` (models of those variants: baseline, sfcl, fused
-// with the config's sfcl.* and fused.* keys; speculative with a random draft
-// of its draft shape) on both steps.
+// with the config's sfcl.* and fused.* keys; oet with a synthetic trigger
+// firing on about 7% of tokens and a random table; speculative with a random
+// draft of its draft shape) on both steps.
 DecodeBenchResult run_decode_bench(const RunConfig& cfg, int64_t prompt_tokens, int64_t repeats,
                                    const std::vector<std::string>& variants = {});
 

@@ -1,6 +1,7 @@
-// The zerolayer command line: train | ablate | merge | claims | generate | info.
+// The zerolayer command line: train | ablate | submit | merge | claims | generate | info.
 #include <boost/program_options.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -22,6 +23,7 @@
 #include "sim/provenance.h"
 #include "sim/results.h"
 #include "sim/runtime.h"
+#include "sim/slurm_submit.h"
 #include "sim/stop.h"
 #include "sim/study.h"
 
@@ -37,12 +39,13 @@ const char* kUsage =
     "commands:\n"
     "  train CONFIG      one run of CONFIG (its grid is not expanded); results under output.dir\n"
     "  ablate CONFIG     every run of CONFIG's grid; resumes, skipping complete runs\n"
+    "  submit CONFIG     run CONFIG's grid as a SLURM job array: --shards N slices, then a merge job\n"
     "  merge DIR         join DIR/runs/*.h5 into DIR/results.h5\n"
     "  claims RESULTS    the claims table: each claim of the seed articles, measured and judged\n"
     "  generate CKPT     sample from a checkpoint directory: --prompt TEXT\n"
     "  info              build, library versions, BLAS, threads, devices\n"
     "  bench-decode CONFIG  decode tokens/s of baseline and sfvl on a random model of CONFIG's shape, and of\n"
-    "                       each --variants model (baseline,sfcl,fused,speculative) on both steps\n\n"
+    "                       each --variants model (baseline,sfcl,oet,fused,speculative) on both steps\n\n"
     "Run 'zerolayer COMMAND --help' for a command's options. Every config key is\n"
     "also an option with its dotted name, e.g. --train.steps 200.\n";
 
@@ -103,6 +106,69 @@ int cmd_study(const std::string& cmd, int argc, char** argv, const std::string& 
   }
   install_stop_handlers();  // SIGTERM / SIGINT: stop at the next safe point (sim/stop.h)
   return run_study(study, so);
+}
+
+int cmd_submit(int argc, char** argv) {
+  po::options_description opts("zerolayer submit CONFIG --shards N [options]");
+  opts.add_options()("help,h", "this help")("config", po::value<std::string>(), "study file (INI)")(
+      "shards", po::value<int>(), "N (required): array tasks; task i runs `ablate CONFIG --shard i/N`")(
+      "partition", po::value<std::string>(), "SLURM partition (default: the cluster's)")(
+      "time", po::value<std::string>(), "time limit of each job, e.g. 2:00:00 (default: the partition's)")(
+      "cpus-per-task", po::value<int>(), "CPUs of each task (default: train.threads, or 1 when that is 0)")(
+      "mem", po::value<std::string>(), "memory of each job, e.g. 8G (default: the cluster's)")(
+      "dry-run", "print the two job scripts and the sbatch commands; write and submit nothing");
+  opts.add(key_options());
+  po::positional_options_description pos;
+  pos.add("config", 1);
+  auto vm = parse(argc, argv, opts, pos);
+  if (vm.count("help")) {
+    std::cout << opts << "\n";
+    return 0;
+  }
+  if (!vm.count("config")) throw ConfigError("submit: missing CONFIG (a study file such as ablations/quick.ini)");
+  if (!vm.count("shards")) throw ConfigError("--shards N is required: the number of array tasks");
+  const std::string config = vm["config"].as<std::string>();
+  if (!fs::is_regular_file(config)) throw ConfigError("study file '" + config + "' does not exist");
+  Overrides overrides = overrides_from(vm);
+  Study study = load_study(config, overrides);
+  std::set<std::string> ids;  // as ablate counts them: two grid points may resolve to one run
+  for (const auto& c : study.expand()) ids.insert(run_id(c));
+
+  SubmitOptions so;
+  so.executable = fs::read_symlink("/proc/self/exe").string();
+  so.study = fs::absolute(config).lexically_normal().string();
+  so.output_dir = fs::absolute(study.base.output.dir).lexically_normal().string();
+  so.workdir = fs::current_path().string();
+  so.name = study.name;
+  so.runs = static_cast<int>(ids.size());
+  so.shards = vm["shards"].as<int>();
+  so.cpus_per_task = vm.count("cpus-per-task") ? vm["cpus-per-task"].as<int>()
+                                               : static_cast<int>(std::max<int64_t>(1, study.base.train.threads));
+  // train.threads = 0 means every core; in a task that is the task's CPUs,
+  // not the node's (LibTorch would count the node's and oversubscribe it).
+  if (study.base.train.threads == 0) {
+    overrides.erase(std::remove_if(overrides.begin(), overrides.end(),
+                                   [](const auto& o) { return o.first == "train.threads"; }),
+                    overrides.end());
+    overrides.emplace_back("train.threads", std::to_string(so.cpus_per_task));
+  }
+  so.overrides = overrides;
+  if (vm.count("partition")) so.partition = vm["partition"].as<std::string>();
+  if (vm.count("time")) so.time = vm["time"].as<std::string>();
+  if (vm.count("mem")) so.mem = vm["mem"].as<std::string>();
+  const SlurmScripts scripts = slurm_scripts(so);
+  if (vm.count("dry-run")) {
+    std::cout << describe_submission(scripts);
+    return 0;
+  }
+  const SubmittedJobs jobs = submit_to_slurm(scripts);
+  std::printf("submitted array job %s (%d tasks, ablate --shard i/%d) and merge job %s (after every task succeeds)\n",
+              jobs.array_id.c_str(), so.shards, so.shards, jobs.merge_id.c_str());
+  std::printf("scripts and logs: %s (task-%s_<i>.log, merge-%s.log)\n", scripts.dir.c_str(), jobs.array_id.c_str(),
+              jobs.merge_id.c_str());
+  std::printf("results: %s/results.h5 once merge job %s has run; if a task fails, submit again to finish\n",
+              so.output_dir.c_str(), jobs.merge_id.c_str());
+  return 0;
 }
 
 int cmd_merge(int argc, char** argv, const std::string& command_line) {
@@ -242,7 +308,7 @@ int cmd_bench_decode(int argc, char** argv) {
   opts.add_options()("help,h", "this help")("config", po::value<std::string>(), "study file giving the shape")(
       "prompt-tokens", po::value<int64_t>()->default_value(32), "random prompt tokens per sequence")(
       "repeats", po::value<int64_t>()->default_value(3), "timed passes per decoder (best kept)")(
-      "variants", po::value<std::string>()->default_value("baseline,sfcl,fused,speculative"),
+      "variants", po::value<std::string>()->default_value("baseline,sfcl,oet,fused,speculative"),
       "comma list: each variant's model on the fast and the reference step");
   opts.add(key_options());
   po::positional_options_description pos;
@@ -306,6 +372,7 @@ int main(int argc, char** argv) {
   const std::string command_line = join_args(argc, argv);
   try {
     if (cmd == "train" || cmd == "ablate") return cmd_study(cmd, argc - 1, argv + 1, command_line);
+    if (cmd == "submit") return cmd_submit(argc - 1, argv + 1);
     if (cmd == "merge") return cmd_merge(argc - 1, argv + 1, command_line);
     if (cmd == "generate") return cmd_generate(argc - 1, argv + 1);
     if (cmd == "info") return cmd_info();

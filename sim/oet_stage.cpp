@@ -250,6 +250,15 @@ void OetStage::prepare(const StageContext& ctx, RunRecord& r) {
   }
 }
 
+DecodeOutput oet_decode(Transformer& model, const EventTrigger& trigger, const OfflineTable& table,
+                        const std::vector<std::vector<int32_t>>& prompts, const DecodeOptions& opt, at::Generator& gen) {
+  OetHook hook(model, trigger, table, opt.sampling.temperature, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+               nullptr);
+  auto out = zl::decode(model, prompts, opt, gen, &hook);
+  model->set_correction_mode(CorrectionMode::Module);
+  return out;
+}
+
 DecodeOutput OetStage::decode(const StageContext& ctx, const std::vector<std::vector<int32_t>>& prompts,
                               const DecodeOptions& opt, at::Generator& gen, bool logged) {
   OetHook hook(ctx.model, *trigger_, table_, opt.sampling.temperature, logged ? this : nullptr, &generated_, &firing_,

@@ -40,6 +40,12 @@ OfflineTable build_offline_table(Transformer& model, const EventTrigger& trigger
 torch::Tensor oet_coefficients(const EventTrigger& trigger, const OfflineTable& table, const torch::Tensor& tokens,
                                int64_t context, bool* fired);
 
+// oet's decode without its stage: the trigger fed every token, the table's
+// row applied on the forward after a firing token, nothing logged; the
+// model's correction mode is Module again after `decode` (bench-decode's arm).
+DecodeOutput oet_decode(Transformer& model, const EventTrigger& trigger, const OfflineTable& table,
+                        const std::vector<std::vector<int32_t>>& prompts, const DecodeOptions& opt, at::Generator& gen);
+
 class OetStage : public VariantStage {
  public:
   void prepare(const StageContext& ctx, RunRecord& r) override;
