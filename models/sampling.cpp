@@ -45,6 +45,19 @@ torch::Tensor draw(const torch::Tensor& probs, at::Generator& gen) {
 
 namespace {
 
+// Inverse CDF: the count of cumulative masses <= u, clamped to the last
+// index. The masses only grow, so the count is the first one above u;
+// summed in double and compared in float, as ATen's CPU cumsum of floats.
+int64_t inverse_cdf(const float* p, int64_t V, float u) {
+  double cum = 0;
+  int64_t j = 0;
+  for (; j < V; ++j) {
+    cum += p[j];
+    if (static_cast<float>(cum) > u) break;
+  }
+  return std::min(j, V - 1);
+}
+
 // sample_next on the CPU for float logits: the arithmetic of sampling_probs +
 // draw (the same rounding points; cumulative sums accumulated in double, as
 // ATen's CPU cumsum does) in loops over the rows, the softmax by the decode
@@ -104,16 +117,7 @@ torch::Tensor sample_cpu(const torch::Tensor& logits, const SamplingOptions& opt
       }
       for (int64_t j = 0; j < V; ++j) p[j] /= kept;
     }
-    // Inverse CDF: the count of cumulative masses <= u, clamped to the last
-    // index. The masses only grow, so the count is the first one above u.
-    const float u = u_t.data_ptr<float>()[b];
-    double cum = 0;
-    int64_t j = 0;
-    for (; j < V; ++j) {
-      cum += p[j];
-      if (static_cast<float>(cum) > u) break;
-    }
-    next[b] = std::min(j, V - 1);
+    next[b] = inverse_cdf(p, V, u_t.data_ptr<float>()[b]);
   }
   return out;
 }
@@ -125,6 +129,10 @@ torch::Tensor sample_next(const torch::Tensor& logits, const SamplingOptions& op
     return sample_cpu(logits, opt, gen);
   if (opt.temperature <= 0) return logits.argmax(-1);
   return draw(sampling_probs(logits, opt), gen);
+}
+
+int64_t draw_one(const float* p, int64_t V, at::Generator& gen) {
+  return inverse_cdf(p, V, torch::rand({1, 1}, gen, torch::TensorOptions().dtype(torch::kFloat)).item<float>());
 }
 
 at::Generator make_generator(uint64_t seed) { return at::detail::createCPUGenerator(seed); }

@@ -21,6 +21,10 @@ torch::Tensor sample_next(const torch::Tensor& logits, const SamplingOptions& op
 // Draws from given distributions probs [B,V] -> [B] int64.
 torch::Tensor draw(const torch::Tensor& probs, at::Generator& gen);
 
+// One draw from the distribution p[V] on the CPU: draw()'s uniform and
+// inverse CDF (the count of cumulative masses <= u, clamped to V − 1).
+int64_t draw_one(const float* p, int64_t V, at::Generator& gen);
+
 at::Generator make_generator(uint64_t seed);
 
 }  // namespace zl

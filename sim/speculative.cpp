@@ -53,14 +53,20 @@ std::vector<int64_t> accept_drafts(const torch::Tensor& p, const torch::Tensor& 
       kept.push_back(x);
       continue;
     }
-    // Rejected: draw from the residual norm(max(0, p − q)).
-    auto residual = (p[j] - q[j]).clamp_min(0);
-    double mass = residual.sum().item<double>();
-    auto dist = mass > 0 ? residual / mass : p[j];
-    kept.push_back(draw(dist.unsqueeze(0), gen)[0].item<int64_t>());
+    // Rejected: draw from the residual norm(max(0, p − q)), in a loop (the
+    // tensor form's five operators and two reads were most of a round).
+    std::vector<float> residual(V);
+    double mass = 0;
+    for (int64_t v = 0; v < V; ++v) mass += residual[v] = std::max(0.0f, pp[j * V + v] - qp[j * V + v]);
+    if (!(mass > 0)) {
+      kept.push_back(draw_one(pp + j * V, V, gen));
+      return kept;
+    }
+    for (float& r : residual) r = static_cast<float>(r / mass);
+    kept.push_back(draw_one(residual.data(), V, gen));
     return kept;
   }
-  kept.push_back(draw(p[G].unsqueeze(0), gen)[0].item<int64_t>());  // all kept: one more from the model
+  kept.push_back(draw_one(pp + G * V, V, gen));  // all kept: one more from the model
   return kept;
 }
 

@@ -33,6 +33,16 @@ TEST(Speculative, RejectsATokenTheModelNeverSamplesAndDrawsFromTheResidual) {
   }
 }
 
+// The residual's draw in a loop takes draw()'s uniform and gives its token.
+TEST(Speculative, DrawOneIsDrawOnOneRow) {
+  torch::manual_seed(5);
+  for (uint64_t seed = 0; seed < 50; ++seed) {
+    auto p = torch::softmax(torch::randn({37}) * 2, -1).contiguous();
+    auto a = make_generator(seed), b = make_generator(seed);
+    EXPECT_EQ(draw_one(p.data_ptr<float>(), 37, a), draw(p.unsqueeze(0), b)[0].item<int64_t>()) << "seed " << seed;
+  }
+}
+
 ModelConfig toy(int64_t dim) {
   ModelConfig c;
   c.vocab = 5;
