@@ -13,7 +13,78 @@
 
 namespace zl {
 
+namespace {
+
+bool cpu_float_rows(const torch::Tensor& t) {
+  return t.device().is_cpu() && t.scalar_type() == torch::kFloat && t.dim() == 2;
+}
+
+// Inverse CDF: the count of cumulative masses <= u, clamped to the last
+// index. The masses only grow, so the count is the first one above u;
+// summed in double and compared in float, as ATen's CPU cumsum of floats.
+int64_t inverse_cdf(const float* p, int64_t V, float u) {
+  double cum = 0;
+  int64_t j = 0;
+  for (; j < V; ++j) {
+    cum += p[j];
+    if (static_cast<float>(cum) > u) break;
+  }
+  return std::min(j, V - 1);
+}
+
+// sampling_probs on the CPU for float logits [B,V] into probs [B,V]: the
+// tensor form's arithmetic in loops over the rows, the softmax by the decode
+// step's kernel (models/blas.h; its exp is within 2e-7 of ATen's). A decode
+// step at batch 8 takes under 0.2 ms, and the tensor form's dispatched
+// operators were a measurable share of it; ATen's softmax would also wake
+// LibTorch's threads between steps (models/spin_team.h).
+void probs_cpu(const float* in, int64_t B, int64_t V, const SamplingOptions& opt, float* probs) {
+  const float t = static_cast<float>(std::max(opt.temperature, 1e-6));
+  for (int64_t i = 0; i < B * V; ++i) probs[i] = in[i] / t;
+  if (opt.top_k > 0 && opt.top_k < V) {
+    std::vector<float> row(V);
+    for (int64_t b = 0; b < B; ++b) {
+      float* r = probs + b * V;
+      row.assign(r, r + V);
+      std::nth_element(row.begin(), row.begin() + (opt.top_k - 1), row.end(), std::greater<float>());
+      const float kth = row[opt.top_k - 1];
+      for (int64_t j = 0; j < V; ++j)
+        if (r[j] < kth) r[j] = -std::numeric_limits<float>::infinity();
+    }
+  }
+  for (int64_t b = 0; b < B; ++b) softmax_inplace(probs + b * V, V);
+  if (opt.top_p >= 1.0) return;
+  std::vector<int32_t> order(V);
+  for (int64_t b = 0; b < B; ++b) {
+    float* p = probs + b * V;
+    // Drop what lies wholly past top_p of the sorted mass (the crossing
+    // token stays), then renormalise.
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](int32_t a, int32_t c) { return p[a] > p[c]; });
+    const float top_p = static_cast<float>(opt.top_p);
+    double cum = 0;
+    float kept = 0;
+    for (int32_t j : order) {
+      const float before = static_cast<float>(cum + p[j]) - p[j];  // as cumsum - sp
+      cum += p[j];
+      if (before >= top_p)
+        p[j] = 0;
+      else
+        kept += p[j];
+    }
+    for (int64_t j = 0; j < V; ++j) p[j] /= kept;
+  }
+}
+
+}  // namespace
+
 torch::Tensor sampling_probs(const torch::Tensor& logits, const SamplingOptions& opt) {
+  if (cpu_float_rows(logits)) {
+    auto x = logits.contiguous();
+    auto probs = torch::empty_like(x);
+    probs_cpu(x.data_ptr<float>(), x.size(0), x.size(1), opt, probs.data_ptr<float>());
+    return probs;
+  }
   auto scaled = logits.to(torch::kFloat) / std::max(opt.temperature, 1e-6);  // [B,V]
   const int64_t V = scaled.size(-1);
   if (opt.top_k > 0 && opt.top_k < V) {
@@ -38,6 +109,13 @@ torch::Tensor sampling_probs(const torch::Tensor& logits, const SamplingOptions&
 torch::Tensor draw(const torch::Tensor& probs, at::Generator& gen) {
   const int64_t B = probs.size(0), V = probs.size(1);
   auto u = torch::rand({B, 1}, gen, torch::TensorOptions().dtype(torch::kFloat)).to(probs.device());
+  if (cpu_float_rows(probs)) {  // the same draw in a loop over the rows
+    auto p = probs.contiguous();
+    auto out = torch::empty({B}, torch::kLong);
+    for (int64_t b = 0; b < B; ++b)
+      out.data_ptr<int64_t>()[b] = inverse_cdf(p.data_ptr<float>() + b * V, V, u.data_ptr<float>()[b]);
+    return out;
+  }
   // Inverse CDF: the first index whose cumulative mass exceeds u.
   auto cdf = probs.cumsum(-1);
   return (cdf <= u).sum(-1).clamp_max(V - 1);
@@ -45,80 +123,16 @@ torch::Tensor draw(const torch::Tensor& probs, at::Generator& gen) {
 
 namespace {
 
-// Inverse CDF: the count of cumulative masses <= u, clamped to the last
-// index. The masses only grow, so the count is the first one above u;
-// summed in double and compared in float, as ATen's CPU cumsum of floats.
-int64_t inverse_cdf(const float* p, int64_t V, float u) {
-  double cum = 0;
-  int64_t j = 0;
-  for (; j < V; ++j) {
-    cum += p[j];
-    if (static_cast<float>(cum) > u) break;
-  }
-  return std::min(j, V - 1);
-}
-
-// sample_next on the CPU for float logits: the arithmetic of sampling_probs +
-// draw (the same rounding points; cumulative sums accumulated in double, as
-// ATen's CPU cumsum does) in loops over the rows, the softmax by the decode
-// step's kernel (models/blas.h; its exp is within 2e-7 of ATen's, so a draw
-// differs from the tensor form's only when u falls that close to a
-// cumulative boundary). A decode step at batch 8 takes under 0.2 ms, and the
-// eight dispatched operators of the tensor form were a measurable share of
-// it; ATen's softmax would also wake LibTorch's threads between steps
-// (models/spin_team.h).
+// sample_next on the CPU for float logits: greedy by the first maximum (as
+// argmax), else probs_cpu and draw's loop. A draw differs from the tensor
+// form's only when u falls within the exps' 2e-7 of a cumulative boundary.
 torch::Tensor sample_cpu(const torch::Tensor& logits, const SamplingOptions& opt, at::Generator& gen) {
   auto x = logits.contiguous();
   const int64_t B = x.size(0), V = x.size(1);
+  if (opt.temperature > 0) return draw(sampling_probs(x, opt), gen);
   auto out = torch::empty({B}, torch::kLong);
-  int64_t* next = out.data_ptr<int64_t>();
   const float* in = x.data_ptr<float>();
-  if (opt.temperature <= 0) {  // greedy: the first maximum, as argmax
-    for (int64_t b = 0; b < B; ++b) next[b] = std::max_element(in + b * V, in + (b + 1) * V) - (in + b * V);
-    return out;
-  }
-  auto u_t = torch::rand({B, 1}, gen, torch::TensorOptions().dtype(torch::kFloat));  // as draw()
-  auto scaled_t = torch::empty({B, V}, torch::kFloat);
-  float* scaled = scaled_t.data_ptr<float>();
-  const float t = static_cast<float>(std::max(opt.temperature, 1e-6));
-  for (int64_t i = 0; i < B * V; ++i) scaled[i] = in[i] / t;
-  if (opt.top_k > 0 && opt.top_k < V) {
-    std::vector<float> row(V);
-    for (int64_t b = 0; b < B; ++b) {
-      float* r = scaled + b * V;
-      row.assign(r, r + V);
-      std::nth_element(row.begin(), row.begin() + (opt.top_k - 1), row.end(), std::greater<float>());
-      const float kth = row[opt.top_k - 1];
-      for (int64_t j = 0; j < V; ++j)
-        if (r[j] < kth) r[j] = -std::numeric_limits<float>::infinity();
-    }
-  }
-  float* probs = scaled;
-  for (int64_t b = 0; b < B; ++b) softmax_inplace(probs + b * V, V);
-  std::vector<int32_t> order;
-  for (int64_t b = 0; b < B; ++b) {
-    float* p = probs + b * V;
-    if (opt.top_p < 1.0) {
-      // Drop what lies wholly past top_p of the sorted mass (the crossing
-      // token stays), then renormalise.
-      order.resize(V);
-      std::iota(order.begin(), order.end(), 0);
-      std::sort(order.begin(), order.end(), [&](int32_t a, int32_t c) { return p[a] > p[c]; });
-      const float top_p = static_cast<float>(opt.top_p);
-      double cum = 0;
-      float kept = 0;
-      for (int32_t j : order) {
-        const float before = static_cast<float>(cum + p[j]) - p[j];  // as cumsum - sp
-        cum += p[j];
-        if (before >= top_p)
-          p[j] = 0;
-        else
-          kept += p[j];
-      }
-      for (int64_t j = 0; j < V; ++j) p[j] /= kept;
-    }
-    next[b] = inverse_cdf(p, V, u_t.data_ptr<float>()[b]);
-  }
+  for (int64_t b = 0; b < B; ++b) out.data_ptr<int64_t>()[b] = std::max_element(in + b * V, in + (b + 1) * V) - (in + b * V);
   return out;
 }
 

@@ -132,19 +132,27 @@ TEST(Sampling, DrawsFollowTheDistributionAndSeed) {
 }
 
 TEST(Sampling, CpuFastPathDrawsWhatTheTensorFormDraws) {
-  // sample_next's plain-loop CPU path against draw(sampling_probs(...)) with
-  // the same generator state: the same token in every row, for every filter.
+  // The loops that serve CPU float rows against the tensor form: sampling_probs
+  // (its operators run on double input) to 1e-6, and draw (the inverse CDF
+  // written as operators, with the same uniforms) the same token in every
+  // row, for every filter; sample_next is the two together.
   torch::manual_seed(3);
   auto logits = torch::randn({256, 97}) * 3;
   for (SamplingOptions opt : {SamplingOptions{1.0, 0, 1.0}, SamplingOptions{0.8, 0, 1.0}, SamplingOptions{0.7, 5, 1.0},
                               SamplingOptions{1.1, 0, 0.9}, SamplingOptions{0.6, 20, 0.7}}) {
-    auto g1 = make_generator(11), g2 = make_generator(11);
-    auto fast = sample_next(logits, opt, g1);
-    auto ref = draw(sampling_probs(logits, opt), g2);
-    EXPECT_TRUE(torch::equal(fast, ref)) << "temperature " << opt.temperature << " top_k " << opt.top_k << " top_p "
-                                         << opt.top_p;
-    // Both consumed the generator alike: the next draws agree too.
-    EXPECT_TRUE(torch::equal(torch::rand({4}, g1), torch::rand({4}, g2)));
+    const std::string what = "temperature " + std::to_string(opt.temperature) + " top_k " + std::to_string(opt.top_k) +
+                             " top_p " + std::to_string(opt.top_p);
+    auto probs = sampling_probs(logits, opt);
+    EXPECT_TRUE(torch::allclose(probs, sampling_probs(logits.to(torch::kDouble), opt), 1e-6, 1e-6)) << what;
+    auto g1 = make_generator(11), g2 = make_generator(11), g3 = make_generator(11);
+    auto drawn = draw(probs, g1);
+    auto u = torch::rand({256, 1}, g2, torch::TensorOptions().dtype(torch::kFloat));
+    EXPECT_TRUE(torch::equal(drawn, (probs.cumsum(-1) <= u).sum(-1).clamp_max(96))) << what;
+    EXPECT_TRUE(torch::equal(sample_next(logits, opt, g3), drawn)) << what;
+    // All consumed the generator alike: the next draws agree too.
+    auto next = torch::rand({4}, g1);
+    EXPECT_TRUE(torch::equal(next, torch::rand({4}, g2)));
+    EXPECT_TRUE(torch::equal(next, torch::rand({4}, g3)));
   }
   auto g = make_generator(1);
   EXPECT_TRUE(torch::equal(sample_next(logits, {0.0, 0, 1.0}, g), logits.argmax(-1)));
