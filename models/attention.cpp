@@ -14,6 +14,11 @@ AttentionImpl::AttentionImpl(const ModelConfig& c) : cfg(c) {
   qkv = register_module("qkv", torch::nn::Linear(torch::nn::LinearOptions(c.dim, 3 * c.dim).bias(false)));
   proj = register_module("proj", torch::nn::Linear(torch::nn::LinearOptions(c.dim, c.dim).bias(false)));
   drop = register_module("drop", torch::nn::Dropout(c.dropout));
+  if (c.attn_gate) {
+    const int64_t G = c.attn_gate_headwise ? c.heads : c.dim;
+    gate_weight = register_parameter("gate_weight", torch::zeros({G, c.dim}));
+    if (c.attn_gate_bias) gate_bias = register_parameter("gate_bias", torch::zeros({G}));
+  }
   if (c.fused.value_rank > 0) {
     const int64_t r = c.fused.value_rank, D = c.head_dim();
     value_proj = register_parameter("value_proj", c.fused.hard_orthogonal ? torch::zeros({D, r}) : torch::zeros({r, D}));
@@ -70,6 +75,15 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionCont
     y = torch::matmul(torch::softmax(scores, -1), values);                       // [B,H,T,D]
   }
   y = y.transpose(1, 2).reshape({B, T, C});  // [B,T,C]
+  if (gate_weight.defined()) {
+    // Gated attention (Qiu et al., 2025, §2.2): Y' = Y ⊙ σ(X W_θ), query-
+    // dependent (from this token's own x) and head-specific, at position G1.
+    auto z = split_linear(x, gate_weight);  // [B,T,G]
+    if (gate_bias.defined()) z = z + gate_bias;
+    auto g = torch::sigmoid(z);
+    y = cfg.attn_gate_headwise ? (y.view({B, T, H, D}) * g.unsqueeze(-1)).view({B, T, C})  // [B,T,H,1] per head
+                               : y * g;
+  }
   return drop(split_linear(y, proj->weight));
 }
 

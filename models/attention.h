@@ -1,7 +1,9 @@
 // Causal multi-head self-attention, with the two parts of variant fused that
 // live inside attention (seed 002 §2.1): key weighting (models/key_weighting.h)
 // and value distillation (values stored as z = P v, r per head, read back
-// through Pᵀ). With both off it is the plain baseline attention.
+// through Pᵀ). With both off it is the plain baseline attention. Variant
+// alibi's biases arrive in the context's additive mask (models/alibi.h);
+// variant gated_attn's output gate is `gate` below.
 #pragma once
 #include <torch/torch.h>
 
@@ -29,6 +31,15 @@ struct AttentionImpl : torch::nn::Module {
   torch::nn::Linear qkv{nullptr}, proj{nullptr};
   torch::nn::Dropout drop{nullptr};
   torch::Tensor value_proj;  // [r,D] (penalty) or [D,r] (hard); undefined when distillation is off
+  // gated_attn (Qiu et al., 2025, §2.2): W_θ [G,C] with G = C (elementwise,
+  // each head its own gates: the paper's best, position G1) or G = H (one gate
+  // per head); y ← y ⊙ σ(x W_θᵀ (+ b)) on the attention output, after SDPA and
+  // before `proj`, x the block's normalised input (the one q, k, v come from).
+  // Plain parameters registered as zeros, not a Linear, whose constructor
+  // would draw from the generator: the transformer draws them after the
+  // shared weights (paired seeds, SPEC §5). Undefined for the other variants.
+  torch::Tensor gate_weight;  // [G,C]
+  torch::Tensor gate_bias;    // [G], only with attn_gate_bias
 
  private:
   torch::Tensor forward_fused(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,

@@ -39,7 +39,10 @@ bool DecodeStep::supports(const Transformer& model, std::string* why) {
   if (w.scalar_type() != torch::kFloat) return no("the model is not float32");
   if (model->is_training()) return no("the model is in training mode");
   const FusedOptions& f = model->cfg.fused;
-  std::set<std::string> expected{"wte.weight", "wpe.weight", "ln_f.weight", "ln_f.bias"};
+  // alibi's biases live in the plain attention below, not in fused's.
+  if (model->cfg.alibi && f.any()) return no("ALiBi together with fused's parts is not on the fast step");
+  std::set<std::string> expected{"wte.weight", "ln_f.weight", "ln_f.bias"};
+  if (!model->cfg.alibi) expected.insert("wpe.weight");
   if (f.gate)
     for (const char* n : {"gate.fc1.weight", "gate.fc1.bias", "gate.fc2.weight", "gate.fc2.bias"}) expected.insert(n);
   for (int64_t l = 0; l < model->cfg.layers; ++l) {
@@ -51,6 +54,10 @@ bool DecodeStep::supports(const Transformer& model, std::string* why) {
       for (const char* n : {"correction.fc.weight", "correction.fc.bias", "correction.out.weight", "correction.out.bias"})
         expected.insert(p + n);
     if (f.value_rank > 0) expected.insert(p + "attn.value_proj");
+    if (model->cfg.attn_gate) {
+      expected.insert(p + "attn.gate_weight");
+      if (model->cfg.attn_gate_bias) expected.insert(p + "attn.gate_bias");
+    }
   }
   int64_t seen = 0;
   for (const auto& p : model->named_parameters()) {
@@ -87,7 +94,8 @@ void DecodeStep::pack_weights() {
   };
   wte_panels_ = t("wte.weight");
   wte_ = ptr(params["wte.weight"]);
-  wpe_ = ptr(params["wpe.weight"]);
+  wpe_ = model_->cfg.alibi ? nullptr : ptr(params["wpe.weight"]);
+  for (double m : model_->alibi_slopes()) alibi_slopes_.push_back(static_cast<float>(m));
   lnf_w_ = ptr(params["ln_f.weight"]);
   lnf_b_ = ptr(params["ln_f.bias"]);
   eps_ = model_->ln_f->options.eps();
@@ -119,6 +127,11 @@ void DecodeStep::pack_weights() {
       L.corr_out_b = ptr(params[p + "correction.out.bias"]);
       L.corr_hidden = model_->cfg.correction_hidden;
       L.corr_scale = static_cast<float>(L.block->correction->scale);
+    }
+    if (model_->cfg.attn_gate) {
+      L.attn_gate = t(p + "attn.gate_weight");
+      L.attn_gate_b = model_->cfg.attn_gate_bias ? ptr(params[p + "attn.gate_bias"]) : nullptr;
+      L.attn_gate_width = model_->cfg.attn_gate_headwise ? model_->cfg.heads : model_->cfg.dim;
     }
     if (fused_.value_rank > 0) {  // P as the reference computes it (the hard form's QR once, here)
       packed_.push_back(L.block->attn->value_projection().detach().contiguous());
@@ -268,21 +281,28 @@ void DecodeStep::through_layers(const Row* rows, int64_t M, KVCache& cache, floa
                          skipped_ != Part::KeyWeighting;
   const bool distill = skipped_ != Part::ValueDistillation;
   const int64_t G = fused_.gate && skipped_ != Part::Gate ? H * fused_.gate_keys : 0, Wv = value_width_;
+  const int64_t Ga = layers_.empty() ? 0 : layers_[0].attn_gate_width;  // gated_attn's gates per row
   auto fopt = torch::TensorOptions().dtype(torch::kFloat);
   auto x_t = torch::empty({M, C}, fopt), h_t = torch::empty({M, C}, fopt), qkv_t = torch::empty({M, 3 * C}, fopt),
        y_t = torch::empty({M, C}, fopt), a_t = torch::empty({M, C}, fopt), f_t = torch::empty({M, F}, fopt),
        last_t = torch::empty({wanted, C}, fopt), imp_t = torch::empty({token_imp ? M : 0}, fopt),
-       g_t = torch::empty({M, G}, fopt), gl_t = torch::empty({wanted, G}, fopt);
+       g_t = torch::empty({M, G}, fopt), gl_t = torch::empty({wanted, G}, fopt), ga_t = torch::empty({M, Ga}, fopt);
   float *x = x_t.data_ptr<float>(), *h = h_t.data_ptr<float>(), *qkv = qkv_t.data_ptr<float>(),
         *y = y_t.data_ptr<float>(), *a = a_t.data_ptr<float>(), *f = f_t.data_ptr<float>(),
         *last = last_t.data_ptr<float>(), *imp = imp_t.data_ptr<float>(), *gate_in = g_t.data_ptr<float>(),
-        *gate_last = gl_t.data_ptr<float>();
+        *gate_last = gl_t.data_ptr<float>(), *attn_gate = ga_t.data_ptr<float>();
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
 
-  for (int64_t m = 0; m < M; ++m) {  // token + position embedding
-    const float *te = wte_ + rows[m].token * C, *pe = wpe_ + rows[m].position * C;
+  for (int64_t m = 0; m < M; ++m) {  // token + position embedding (alibi: none)
+    const float* te = wte_ + rows[m].token * C;
+    if (!wpe_) {
+      std::copy(te, te + C, x + m * C);
+      continue;
+    }
+    const float* pe = wpe_ + rows[m].position * C;
     for (int64_t i = 0; i < C; ++i) x[m * C + i] = te[i] + pe[i];
   }
+  const float* slopes = alibi_slopes_.empty() ? nullptr : alibi_slopes_.data();
   for (size_t l = 0; l < layers_.size(); ++l) {
     const Layer& L = layers_[l];
     float* kc = cache.layers[l].k.data_ptr<float>();  // [B,H,cap,D]
@@ -324,10 +344,29 @@ void DecodeStep::through_layers(const Row* rows, int64_t M, KVCache& cache, floa
           const int64_t m = mh / H, hd = mh % H, n = rows[m].position + 1;
           const int64_t head = (rows[m].sequence * H + hd) * cap * D;
           scaled_scores(qkv + m * 3 * C + hd * D, kc + head, n, D, scale, s);
+          if (slopes) {  // alibi: −m_h (p − j) on key j, absolute positions (models/alibi.h)
+            const float slope = slopes[hd];
+            const int64_t p = rows[m].position;
+            for (int64_t j = 0; j < n; ++j) s[j] -= slope * static_cast<float>(p - j);
+          }
           softmax_inplace(s, n);
           weighted_rows(s, vc + head, n, D, y + m * C + hd * D);
         }
       });
+    }
+    if (L.attn_gate) {
+      // gated_attn: y ← y ⊙ σ(z), z = h W_θᵀ (+ b) from the block's normalised
+      // input, which h still holds; one gate per channel, or per head.
+      product(M, Ga, C, h, L.attn_gate, attn_gate, alone, /*gelu=*/false, L.attn_gate_b);
+      if (Ga == C) {
+        scale_by_sigmoid(y, attn_gate, M * C, 1.0f);
+      } else {
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t hd = 0; hd < H; ++hd) {
+            const float g = 1.0f / (1.0f + std::exp(-attn_gate[m * H + hd]));
+            for (float *o = y + m * C + hd * D, *e = o + D; o < e; ++o) *o *= g;
+          }
+      }
     }
     product(M, C, C, y, L.proj, a, alone);
     for (int64_t i = 0; i < M * C; ++i) x[i] += a[i];

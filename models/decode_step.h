@@ -27,6 +27,11 @@
 // and grad_norm by its closed form through the final norm and the head),
 // value distillation (the cache holds z = P v; attention reads r-wide
 // values and maps their sum back through P), and the logits gate.
+// And the known methods of issue 13: alibi's biases, −m_h·(p − j) added to
+// each score before the softmax (models/alibi.h; no position embedding), and
+// gated_attn's output gate, one more product C→G per layer from the block's
+// normalised input and a sigmoid multiply on the attention output
+// (models/attention.h).
 #pragma once
 #include <torch/torch.h>
 
@@ -42,9 +47,9 @@ namespace zl {
 class DecodeStep {
  public:
   // Whether `model` can take this path: CPU float32, eval mode, and nothing
-  // but the baseline's parameters, sfcl's correction modules and fused's
-  // parts (the other variants' parts use the reference). When not, `why`
-  // says what stops it.
+  // but the baseline's parameters, sfcl's correction modules, fused's parts,
+  // alibi (not with fused's parts) and gated_attn's gates (the other
+  // variants' parts use the reference). When not, `why` says what stops it.
   static bool supports(const Transformer& model, std::string* why = nullptr);
 
   explicit DecodeStep(Transformer model);
@@ -88,6 +93,9 @@ class DecodeStep {
     int64_t corr_hidden = 0;
     float corr_scale = 1;
     const float* value_p = nullptr;  // fused value distillation: P [r,D]
+    // gated_attn: W_θ's panels and its bias (or none); width G = C or H, 0: no gate.
+    const float *attn_gate = nullptr, *attn_gate_b = nullptr;
+    int64_t attn_gate_width = 0;
   };
   // A layer's correction for one call, resolved before the team runs (its
   // coefficients as CPU float32, read by the members).
@@ -110,6 +118,7 @@ class DecodeStep {
   const float *gate_fc1_ = nullptr, *gate_fc1_b_ = nullptr, *gate_fc2_ = nullptr, *gate_fc2_b_ = nullptr;
   int64_t gate_hidden_ = 0;
   Part skipped_ = Part::None;
+  std::vector<float> alibi_slopes_;  // alibi: m_h per head (models/alibi.h); empty for the other variants
 
   // One token of one sequence at one position; `logits`: return its logits;
   // `offset`: its index among the rows of its sequence in this call.

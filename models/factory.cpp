@@ -5,11 +5,15 @@
 namespace zl {
 
 Transformer make_model(const std::string& variant, const ModelConfig& cfg) {
-  if (variant == "baseline" || variant == "sfvl" || variant == "speculative") {
-    // sfvl and speculative decode differently but share the baseline's language model.
+  if (variant == "baseline" || variant == "sfvl" || variant == "speculative" || variant == "sfvl_best_of_n" ||
+      variant == "sfvl_oracle" || variant == "sfvl_random" || variant == "contrastive") {
+    // sfvl, speculative, sfvl's controls (sfvl_best_of_n, sfvl_oracle,
+    // sfvl_random) and contrastive search decode differently but share the
+    // baseline's language model.
     if (cfg.fused.any()) throw std::invalid_argument("variant '" + variant + "' with fused options on: use variant 'fused'");
     ModelConfig plain = cfg;
     plain.correction_hidden = 0;  // sfcl.* options never shape a baseline
+    plain.alibi = plain.attn_gate = false;  // nor alibi's or gated_attn's
     return Transformer(plain);
   }
   // fused: the shared transformer with the parts cfg.fused switches on
@@ -21,7 +25,18 @@ Transformer make_model(const std::string& variant, const ModelConfig& cfg) {
       throw std::invalid_argument("variant '" + variant + "' needs a correction module: sfcl.hidden must be >= 1");
     return Transformer(cfg);
   }
-  throw std::invalid_argument("variant '" + variant + "' is not implemented yet (available: baseline, sfvl, speculative, fused, sfcl, oet)");
+  // The published known methods trained as their own model (issue 13):
+  // alibi (models/alibi.h) and gated_attn (models/attention.h), each the
+  // baseline's network with its one change and nothing of another variant's.
+  if (variant == "alibi" || variant == "gated_attn") {
+    if (cfg.fused.any()) throw std::invalid_argument("variant '" + variant + "' with fused options on: use variant 'fused'");
+    ModelConfig own = cfg;
+    own.correction_hidden = 0;
+    own.alibi = variant == "alibi";
+    own.attn_gate = variant == "gated_attn";
+    return Transformer(own);
+  }
+  throw std::invalid_argument("variant '" + variant + "' is not implemented yet (available: baseline, sfvl, speculative, fused, sfcl, oet, alibi, gated_attn)");
 }
 
 }  // namespace zl

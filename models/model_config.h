@@ -22,6 +22,16 @@ struct ModelConfig {
   // sets 0 (no module) for the variants without one.
   int64_t correction_hidden = 0;    // its hidden width; 0 = no module
   bool correction_centered = true;  // c = 2·sigmoid(z) (zero module = identity) or sigmoid(z) as SPEC §1 writes it
+  // alibi (Press et al., ICLR 2022; models/alibi.h): no position embeddings;
+  // each head adds −m_h·(i − j) to the score of query i on key j. Filled
+  // from alibi.* at the boundary; false for every other variant.
+  bool alibi = false;
+  double alibi_max_bias = 8;        // head h of n (1-based) gets m_h = 2^(−max_bias·h/n) (§3: 8)
+  // gated_attn (Qiu et al., 2025; models/attention.h): y ← y ⊙ σ(x W_θ (+ b))
+  // after SDPA, before the output projection, x the block's normalised input.
+  bool attn_gate = false;
+  bool attn_gate_headwise = false;  // one gate per head (C→H) instead of per element (C→C, the paper's best)
+  bool attn_gate_bias = false;      // a bias b in the gate (the paper's σ(x W_θ) has none)
 
   int64_t head_dim() const { return dim / heads; }  // D
 };

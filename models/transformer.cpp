@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "models/alibi.h"
 #include "models/key_weighting.h"
 #include "models/split_linear.h"
 
@@ -10,7 +11,15 @@ namespace zl {
 
 TransformerImpl::TransformerImpl(const ModelConfig& c) : cfg(c) {
   wte = register_module("wte", torch::nn::Embedding(c.vocab, c.dim));
-  wpe = register_module("wpe", torch::nn::Embedding(c.context, c.dim));
+  // ALiBi replaces the learned positions (models/alibi.h): no wpe. One is
+  // still built and dropped (its constructor draws from the generator), so
+  // that every later weight gets what the baseline's does (see the init below).
+  if (!c.alibi) {
+    wpe = register_module("wpe", torch::nn::Embedding(c.context, c.dim));
+  } else {
+    (void)torch::nn::Embedding(c.context, c.dim);  // drawn and dropped
+    alibi_slopes_ = zl::alibi_slopes(c.heads, c.alibi_max_bias);
+  }
   drop = register_module("drop", torch::nn::Dropout(c.dropout));
   blocks = register_module("blocks", torch::nn::ModuleList());
   for (int64_t l = 0; l < c.layers; ++l) blocks->push_back(Block(c));
@@ -23,10 +32,19 @@ TransformerImpl::TransformerImpl(const ModelConfig& c) : cfg(c) {
     const auto& name = p.key();
     if (p.value().dim() < 2) continue;  // LayerNorm weights and biases keep their defaults
     if (name.find("value_proj") != std::string::npos) continue;  // fused: its own, generator-free init
+    if (name.find("attn.gate_") != std::string::npos) continue;  // gated_attn: drawn after the shared weights (below)
     double std = 0.02;
     if (name.find("proj.weight") != std::string::npos) std /= std::sqrt(2.0 * c.layers);
     p.value().normal_(0.0, std);
+    // alibi: draw what wpe would have taken, so that the blocks get the very
+    // weights the baseline with the same seed gets (paired comparisons, SPEC §5).
+    if (name == "wte.weight" && c.alibi) torch::empty({c.context, c.dim}).normal_(0.0, 0.02);
   }
+  // gated_attn: W_θ as the other matrices, N(0, 0.02), so σ(x W_θ) starts
+  // near 1/2 everywhere; the bias (if any) at 0. After the shared draws, as
+  // the fused gate below.
+  if (c.attn_gate)
+    for (const auto& b : *blocks) b->as<Block>()->attn->gate_weight.normal_(0.0, 0.02);
   // The fused gate is built after the shared weights are drawn, so that the
   // generator has given them exactly what it gives the baseline with the same
   // seed (paired comparisons, SPEC §5); its own draws come after.
@@ -58,7 +76,9 @@ torch::Tensor TransformerImpl::regularizer() {
 }
 
 torch::Tensor TransformerImpl::head(const torch::Tensor& x, const torch::Tensor& gate_features, FusedTrace* trace) {
-  auto logits = split_linear(ln_f(x), wte->weight);
+  auto h = ln_f(x);  // [B,T,C]
+  if (keep_hidden) last_hidden = h;
+  auto logits = split_linear(h, wte->weight);
   return gate ? gate->forward(logits, gate_features, trace) : logits;
 }
 
@@ -81,9 +101,15 @@ torch::Tensor TransformerImpl::forward_full(const torch::Tensor& tokens, FusedTr
   const int64_t T = tokens.size(1);
   TORCH_CHECK(T <= cfg.context, "sequence of ", T, " tokens exceeds model.context ", cfg.context);
   auto pos = torch::arange(T, tokens.options());
-  auto x = drop(wte(tokens) + wpe(pos));  // [B,T,C]
+  auto x = drop(wpe ? wte(tokens) + wpe(pos) : wte(tokens));  // [B,T,C]
   AttentionContext ctx;
   ctx.bias = causal_bias(T, x);  // [T,T]
+  if (cfg.alibi) {
+    // ALiBi in the mask (§3): −m_h (i − j) for query i, key j; [H,T,T] per
+    // batch row, as attention's [B*H,T,T] scores are laid out.
+    auto bias = ctx.bias + alibi_bias(alibi_slopes_, pos.view({T, 1}), pos.view({1, T})).to(x.device());  // [H,T,T]
+    ctx.bias = bias.repeat({tokens.size(0), 1, 1});  // [B*H,T,T]
+  }
   ctx.trace = trace;
   const bool token_imp = cfg.fused.key_weighting_on() && cfg.fused.importance != FusedOptions::Importance::AttnMass;
   torch::Tensor gate_features;
@@ -101,7 +127,7 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens, KVCache& cac
   int64_t span = positions.max().item<int64_t>() + 1;
   TORCH_CHECK(span <= cache.capacity && span <= cfg.context, "KV cache overflow: ", span, " tokens, capacity ",
               std::min(cache.capacity, cfg.context));
-  auto x = wte(tokens) + wpe(positions);  // [B,T,C]
+  auto x = wpe ? wte(tokens) + wpe(positions) : wte(tokens);  // [B,T,C]
 
   // Key slot j is visible to the new token at position p iff j <= p: this
   // hides both the future and any stale slots left by a rollback.
@@ -112,6 +138,8 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens, KVCache& cac
   ctx.span = span;
   ctx.bias = torch::zeros({B, 1, T, span}, x.options())
                  .masked_fill(visible.logical_not().unsqueeze(1), -std::numeric_limits<float>::infinity());
+  // ALiBi (§3) between absolute positions: the query's and its key's slot.
+  if (cfg.alibi) ctx.bias = ctx.bias + alibi_bias(alibi_slopes_, positions.unsqueeze(2), slots.view({1, 1, span}));  // [B,H,T,L]
   const bool token_imp = cfg.fused.key_weighting_on() && cfg.fused.importance != FusedOptions::Importance::AttnMass;
   torch::Tensor gate_features;
   for (size_t l = 0; l < blocks->size(); ++l) {

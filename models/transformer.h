@@ -1,5 +1,6 @@
 // The decoder-only transformer every variant shares (SPEC §1): token and
-// learned position embeddings, pre-norm blocks, final norm, and an LM head
+// learned position embeddings (none for alibi, whose positions are biases
+// in attention, models/alibi.h), pre-norm blocks, final norm, and an LM head
 // tied to the token embedding (as GPT-2 does).
 #pragma once
 #include <torch/torch.h>
@@ -49,6 +50,14 @@ struct TransformerImpl : torch::nn::Module {
   torch::nn::LayerNorm ln_f{nullptr};
   LogitsGate gate{nullptr};  // fused logits gate (null when off)
 
+  // When keep_hidden is set, every forward keeps the final-normed hidden
+  // states it feeds the LM head in last_hidden ([B,T,C]): contrastive search
+  // compares candidates by them (sim/contrastive_stage.h).
+  bool keep_hidden = false;
+  torch::Tensor last_hidden;
+  // alibi: each head's slope m_h (models/alibi.h); empty otherwise, and wpe null.
+  const std::vector<double>& alibi_slopes() const { return alibi_slopes_; }
+
  private:
   torch::Tensor forward_full(const torch::Tensor& tokens, FusedTrace* trace);
   // [B,T,C] -> [B,T,V]; gated when the fused gate is on.
@@ -57,6 +66,7 @@ struct TransformerImpl : torch::nn::Module {
   torch::Tensor token_importance(const torch::Tensor& x);
   torch::Tensor causal_bias(int64_t T, const torch::Tensor& like);
   torch::Tensor causal_bias_cache_;
+  std::vector<double> alibi_slopes_;
 };
 TORCH_MODULE(Transformer);
 

@@ -124,9 +124,10 @@ std::vector<KeySpec> build_registry() {
   using R = RunConfig;
   const auto T = KeyRole::Training, E = KeyRole::Evaluation, O = KeyRole::Output;
   std::vector<KeySpec> k;
-  k.push_back({"variant", "string", "baseline | sfvl | sfcl | oet | fused | speculative", T,
+  k.push_back({"variant", "string", "baseline | sfvl | sfcl | oet | fused | speculative | alibi | gated_attn | sfvl_best_of_n | sfvl_oracle | sfvl_random | contrastive", T,
                [](R& c, const std::string& t) {
-                 one_of({"baseline", "sfvl", "sfcl", "oet", "fused", "speculative"})(t);
+                 one_of({"baseline", "sfvl", "sfcl", "oet", "fused", "speculative", "alibi", "gated_attn", "sfvl_best_of_n",
+                         "sfvl_oracle", "sfvl_random", "contrastive"})(t);
                  c.variant = t;
                },
                [](const R& c) { return c.variant; }});
@@ -217,6 +218,23 @@ std::vector<KeySpec> build_registry() {
   k.push_back(float_key("speculative.draft_ratio", &R::speculative, &SpeculativeConfig::draft_ratio, E,
                         "draft model size / model size", in_range(0, 1, true)));
 
+  k.push_back(int_key("control.best_of_n", &R::control, &ControlConfig::best_of_n, E,
+                      "sfvl_best_of_n: samples per prompt scored by the verifier (match sfvl's checks_per_token)",
+                      at_least(1)));
+  k.push_back(str_key("control.best_score", &R::control, &ControlConfig::best_score, E,
+                      "sfvl_best_of_n: a sample's score, mean | min of its windows' confidences",
+                      one_of({"mean", "min"})));
+  k.push_back(float_key("control.trigger_rate", &R::control, &ControlConfig::trigger_rate, E,
+                        "sfvl_random: probability that a check fires (match sfvl's trigger_rate)", in_range(0, 1)));
+  k.push_back(str_key("control.oracle_drop", &R::control, &ControlConfig::oracle_drop, E,
+                      "sfvl_oracle: span (from the violation's first token) | verify (verify.drop)",
+                      one_of({"span", "verify"})));
+  k.push_back(int_key("contrastive.k", &R::contrastive, &ContrastiveConfig::k, E,
+                      "contrastive search: candidates per step (Su et al. 2022: 8)", at_least(1)));
+  k.push_back(float_key("contrastive.alpha", &R::contrastive, &ContrastiveConfig::alpha, E,
+                        "contrastive search: degeneration penalty weight (Su et al. 2022: 0.6; 0 = greedy)",
+                        in_range(0, 1)));
+
   k.push_back(str_key("fused.key_weighting", &R::fused, &FusedConfig::key_weighting, T, "off | scale | bias",
                       one_of({"off", "scale", "bias"})));
   k.push_back(str_key("fused.importance", &R::fused, &FusedConfig::importance, T, "attn_mass | grad_norm | hidden_norm",
@@ -258,6 +276,15 @@ std::vector<KeySpec> build_registry() {
                       "training windows the offline table averages over", at_least(1)));
   k.push_back(float_key("oet.tolerance", &R::oet, &OetConfig::tolerance, E,
                         "table entries with |mean c - 1| below this are left out", in_range(0, 1)));
+
+  k.push_back(float_key("alibi.max_bias", &R::alibi, &AlibiConfig::max_bias, T,
+                        "head h of n has slope 2^(-max_bias*h/n) (Press et al. 2022, section 3: 8)",
+                        in_range(0, 64, /*open_lo=*/true)));
+  k.push_back(str_key("gated_attn.granularity", &R::gated_attn, &GatedAttnConfig::granularity, T,
+                      "elementwise (a gate per channel of each head, the paper's best) | headwise (one per head)",
+                      one_of({"elementwise", "headwise"})));
+  k.push_back(bool_key("gated_attn.bias", &R::gated_attn, &GatedAttnConfig::bias, T,
+                       "a bias inside the gate's sigmoid (off: the paper's sigma(X W))"));
 
   k.push_back(bool_key("judge.enabled", &R::judge, &JudgeConfig::enabled, E,
                        "train (once per study) and use the independent judge: judge_nll, resample_equiv_rate"));
@@ -364,6 +391,9 @@ uint64_t sampling_seed(const RunConfig& cfg, uint64_t k) {
 
 std::string trained_family(const std::string& variant) {
   if (variant == "sfvl" || variant == "speculative") return "baseline";
+  // The sfvl controls and contrastive search decode the baseline's checkpoint (issue 13).
+  if (variant == "sfvl_best_of_n" || variant == "sfvl_oracle" || variant == "sfvl_random" || variant == "contrastive")
+    return "baseline";
   if (variant == "oet") return "sfcl";
   return variant;
 }
@@ -372,13 +402,39 @@ namespace {
 // The verifier and the speculative draft are trained apart from the language
 // model, so verify.* and speculative.* keys never enter train_id: baseline,
 // sfvl and speculative share one checkpoint.
+// The keys each sfvl control reads (issue 13 §7): best-of-n the verifier's
+// own keys (it shares sfvl's cached verifier) and its n; the oracle and random
+// re-sampling sfvl's budget (drop, temperature bump, retries), the oracle's
+// window, and each its own key. None reads verify.threshold.
+bool control_reads(const std::string& key, const std::string& variant) {
+  auto in = [&](std::initializer_list<const char*> keys) {
+    for (const char* k : keys)
+      if (key == k) return true;
+    return false;
+  };
+  const auto budget = {"verify.drop", "verify.temp_bump", "verify.max_retries", "verify.equiv_epsilon"};
+  if (variant == "sfvl_best_of_n")
+    return in({"verify.window", "verify.params_ratio", "verify.train_steps", "verify.negative_temperature",
+               "control.best_of_n", "control.best_score"});
+  if (variant == "sfvl_oracle") return in(budget) || in({"verify.window", "control.oracle_drop"});
+  if (variant == "sfvl_random") return in(budget) || in({"control.trigger_rate"});
+  return false;
+}
+
 bool relevant(const std::string& key, const std::string& variant, bool training_only) {
   auto family = trained_family(variant);
-  if (key.rfind("verify.", 0) == 0) return variant == "sfvl" && !training_only;
+  if (key.rfind("verify.", 0) == 0) return (variant == "sfvl" || control_reads(key, variant)) && !training_only;
+  if (key.rfind("control.", 0) == 0) return control_reads(key, variant) && !training_only;
+  if (key.rfind("contrastive.", 0) == 0) return variant == "contrastive" && !training_only;
+  // Contrastive search is deterministic: the sampling keys do not change it.
+  if (variant == "contrastive" && (key == "decode.temperature" || key == "decode.top_k" || key == "decode.top_p"))
+    return false;
   if (key.rfind("speculative.", 0) == 0) return variant == "speculative" && !training_only;
   if (key.rfind("fused.", 0) == 0) return family == "fused";
   if (key.rfind("sfcl.", 0) == 0) return family == "sfcl";
   if (key.rfind("oet.", 0) == 0) return variant == "oet" && !training_only;
+  if (key.rfind("alibi.", 0) == 0) return family == "alibi";
+  if (key.rfind("gated_attn.", 0) == 0) return family == "gated_attn";
   return true;
 }
 

@@ -77,6 +77,36 @@ struct SpeculativeConfig {
   double draft_ratio = 0.05;            // draft size / model size (about the verifier's)
 };
 
+// The plain controls of sfvl (issue 13 §7), each decoding the baseline's
+// checkpoint and prompts (sim/sfvl_stage.h, sim/best_of_n_stage.h). The
+// fourth control, a temperature / top_p grid, is the baseline run with a
+// [grid] over decode.temperature and decode.top_p and needs no key.
+struct ControlConfig {
+  // sfvl_best_of_n: samples per prompt, each scored by sfvl's verifier (one
+  // check per generated token), the best kept. Checks per kept token are
+  // about n: to match sfvl's cost, set n to sfvl's measured checks_per_token
+  // (rounded; a grid n = 1, 2, 4 brackets it).
+  int64_t best_of_n = 2;
+  std::string best_score = "mean";      // a sample's score: mean | min of its windows' confidences
+  // sfvl_random: the probability that a check fires, at any position; set it
+  // to sfvl's measured trigger_rate to ask whether *where* the verifier fires
+  // matters. Re-samples follow verify.drop, temp_bump and max_retries.
+  double trigger_rate = 0.1;
+  // sfvl_oracle: what a fire drops. span: from the first token of the
+  // violation the checker found in the window to the newest token (the
+  // checker sees a value once the text after it is written, so the
+  // offending tokens are often 2-4 back); verify: verify.drop as sfvl does.
+  std::string oracle_drop = "span";
+};
+
+// contrastive search (Su et al., NeurIPS 2022, §3.2; sim/contrastive_stage.h):
+// a deterministic decode on the baseline's checkpoint that picks, among the
+// top k tokens, the one maximising (1 − α)·p(v) − α·max_j cos(h_v, h_j).
+struct ContrastiveConfig {
+  int64_t k = 8;                        // candidates per step (the paper's document-generation setting)
+  double alpha = 0.6;                   // degeneration penalty weight (the paper's setting; 0 = greedy)
+};
+
 // fused (seed 002 §2.1): the claimed replacement.
 struct FusedConfig {
   std::string key_weighting = "off";    // off | scale | bias
@@ -110,6 +140,20 @@ struct OetConfig {
   double tolerance = 1e-3;              // table entries with |mean c − 1| below this are left out (c = 1)
 };
 
+// alibi (Press et al., ICLR 2022; models/alibi.h): linear biases in place of
+// position embeddings, with the paper's fixed head slopes.
+struct AlibiConfig {
+  double max_bias = 8;                  // head h of n gets m_h = 2^(−max_bias·h/n) (§3: 8; 8 heads: 1/2 .. 1/256)
+};
+
+// gated_attn (Qiu et al., 2025, §2.2; models/attention.h): a sigmoid gate on
+// the attention output, after SDPA and before the output projection, from
+// the block's normalised input, trained with the model.
+struct GatedAttnConfig {
+  std::string granularity = "elementwise";  // elementwise (C gates per token, the paper's best) | headwise (H)
+  bool bias = false;                    // add a bias inside the sigmoid (the paper's σ(X W_θ) has none)
+};
+
 // The independent judge (SPEC §2's reference model, issue 17 §7): a larger
 // language model trained longer on the same corpus and tokenizer, once per
 // study (keyed like a checkpoint), that scores judge_nll for every run and
@@ -131,7 +175,7 @@ struct OutputConfig {
 };
 
 struct RunConfig {
-  std::string variant = "baseline";     // baseline | sfvl | sfcl | oet | fused | speculative
+  std::string variant = "baseline";     // baseline | sfvl | sfcl | oet | fused | speculative | alibi | gated_attn
   int64_t seed = 1;                     // data order, init and sampling
   ModelConfig model;
   DataConfig data;
@@ -139,9 +183,13 @@ struct RunConfig {
   DecodeConfig decode;
   VerifyConfig verify;
   SpeculativeConfig speculative;
+  ControlConfig control;
+  ContrastiveConfig contrastive;
   FusedConfig fused;
   SfclConfig sfcl;
   OetConfig oet;
+  AlibiConfig alibi;
+  GatedAttnConfig gated_attn;
   JudgeConfig judge;
   OutputConfig output;
 };

@@ -12,6 +12,18 @@ std::map<std::string, double> flops_per_token(const ModelConfig& c, int64_t cont
                         + 2 * C * C);                   // output projection
   f["mlp"] = L * (2 * C * F * 2);                       // up and down projections
   f["lm_head"] = 2 * C * V;
+  const double H = c.heads;
+  if (c.alibi) {
+    f["embedding"] = 0;      // no position embedding to add (models/alibi.h)
+    f["alibi"] = L * H * T;  // one add per score: −m_h (i − j) is part of the mask
+  }
+  if (c.attn_gate) {
+    // gated_attn (models/attention.h), per layer: z = x W_θᵀ (C → G, plus G
+    // bias adds if any), σ(z) (~4 per gate: negate, exp, add, divide), and the
+    // product of each of the C attention outputs with its gate.
+    const double G = c.attn_gate_headwise ? H : C;
+    f["attn_gate"] = L * (2 * C * G + (c.attn_gate_bias ? G : 0) + 4 * G + C);
+  }
   return f;
 }
 

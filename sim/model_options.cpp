@@ -31,6 +31,12 @@ ModelConfig model_config(const RunConfig& cfg, int64_t vocab) {
   // sfcl / oet only: other variants get no correction module.
   if (trained_family(cfg.variant) == "sfcl") mc.correction_hidden = cfg.sfcl.hidden;
   mc.correction_centered = cfg.sfcl.form == "centered";
+  // alibi / gated_attn only (models/alibi.h, models/attention.h).
+  mc.alibi = trained_family(cfg.variant) == "alibi";
+  mc.alibi_max_bias = cfg.alibi.max_bias;
+  mc.attn_gate = trained_family(cfg.variant) == "gated_attn";
+  mc.attn_gate_headwise = cfg.gated_attn.granularity == "headwise";
+  mc.attn_gate_bias = cfg.gated_attn.bias;
   return mc;
 }
 

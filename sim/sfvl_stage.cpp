@@ -1,8 +1,10 @@
 #include "sim/sfvl_stage.h"
 
 #include <algorithm>
+#include <random>
 
 #include "datasets/contracts_checker.h"
+#include "sim/checker_oracle.h"
 #include "sim/judge.h"
 #include "sim/verifier_training.h"
 #include "sim/verify_hook.h"
@@ -10,18 +12,22 @@
 namespace zl {
 namespace {
 
+// What decides where to re-sample: sfvl's verifier, or one of its controls
+// (issue 13 §7) with the same budget, drop and temperature bump: the exact
+// checker (sfvl_oracle, sim/checker_oracle.h) or a coin with probability
+// control.trigger_rate at every check (sfvl_random). The controls report the
+// same re-sampling metrics from the same event log.
+enum class Check { Verifier, Oracle, Random };
+
 class SfvlStage : public VariantStage {
  public:
+  explicit SfvlStage(Check check) : check_(check) {}
+
   void prepare(const StageContext& ctx, RunRecord& r) override {
+    if (check_ != Check::Verifier) return;  // the controls need no verifier
     VerifierReport rep;
     verifier_ = load_or_train_verifier(ctx.cfg, ctx.model, ctx.data, ctx.checkpoint_dir, rep);
-    auto& m = r.metrics;
-    m["verifier_params"] = static_cast<double>(rep.params);
-    m["verifier_params_ratio"] = static_cast<double>(rep.params) / ctx.model->parameter_count();
-    m["verifier_auroc"] = rep.auroc;
-    m["verifier_ece"] = rep.ece;
-    m["verifier_auroc_ood"] = rep.auroc_ood;
-    m["verifier_ece_ood"] = rep.ece_ood;
+    record_verifier_report(rep, ctx.model->parameter_count(), r.metrics);
   }
 
   DecodeOutput decode(const StageContext& ctx, const std::vector<std::vector<int32_t>>& prompts,
@@ -30,7 +36,7 @@ class SfvlStage : public VariantStage {
   }
 
   void add_flops(const StageContext& ctx, int64_t context, std::map<std::string, double>& per_module) override {
-    per_module["verifier"] = verifier_->cfg.flops_per_check();  // one check per proposed token
+    if (check_ == Check::Verifier) per_module["verifier"] = verifier_->cfg.flops_per_check();  // one check per proposed token
   }
 
   void finish(const StageContext& ctx, const Prompts& prompts, const DecodeOutput& quality, RunRecord& r) override {
@@ -105,22 +111,41 @@ class SfvlStage : public VariantStage {
     // against its analytic share of FLOPs. Each check goes with one model
     // step (the token it checks), so the share per check is the share per
     // kept token too, however often re-sampling repeats a position.
-    m["verifier_time_share"] = decode_seconds_ > 0 ? hook_seconds_ / decode_seconds_ : NAN;
-    m["verifier_flops_share"] = m["flops_verifier"] / m["flops_per_token"];
+    const double share = decode_seconds_ > 0 ? hook_seconds_ / decode_seconds_ : NAN;
+    if (check_ == Check::Verifier) {
+      m["verifier_time_share"] = share;
+      m["verifier_flops_share"] = m["flops_verifier"] / m["flops_per_token"];
+    } else {
+      m["check_time_share"] = share;  // the checker's or the coin's time: not a model's cost
+    }
   }
 
  private:
   DecodeOutput run(const StageContext& ctx, const std::vector<std::vector<int32_t>>& prompts,
                    const DecodeOptions& opt, at::Generator& gen, bool logged, const std::string& pass) {
-    Verifier v = verifier_;
-    VerifyHook hook([v](const torch::Tensor& w) mutable { return v->score(w); }, v->cfg.window,
-                    VerifyPolicy::from(ctx.cfg.verify, opt.sampling.temperature),
-                    sampling_seed(ctx.cfg, 6151) + passes_++, logged, pass);
-    DecodeOutput out = zl::decode(ctx.model, prompts, opt, gen, &hook);
-    if (logged) {
-      for (auto& e : hook.events) events_.push_back(std::move(e));
+    const auto& cfg = ctx.cfg;
+    VerifyPolicy policy = VerifyPolicy::from(cfg.verify, opt.sampling.temperature);
+    const uint64_t seed = sampling_seed(cfg, 6151) + passes_++;
+    std::unique_ptr<VerifyHook> hook;
+    if (check_ == Check::Verifier) {
+      Verifier v = verifier_;
+      hook = std::make_unique<VerifyHook>([v](const torch::Tensor& w) mutable { return v->score(w); }, v->cfg.window,
+                                          policy, seed, logged, pass);
+    } else if (check_ == Check::Oracle) {
+      hook = std::make_unique<VerifyHook>(
+          checker_oracle(ctx.data.tokenizer, cfg.verify.window, cfg.control.oracle_drop == "span"), policy, seed,
+          logged, pass);
     } else {
-      hook_seconds_ += hook.seconds;
+      // A uniform draw per check below trigger_rate fires: the verifier's
+      // threshold rule with a score that knows nothing of the tokens.
+      policy.threshold = cfg.control.trigger_rate;
+      hook = std::make_unique<VerifyHook>(random_trigger(seed ^ 0x9E3779B97F4A7C15ull), 1, policy, seed, logged, pass);
+    }
+    DecodeOutput out = zl::decode(ctx.model, prompts, opt, gen, hook.get());
+    if (logged) {
+      for (auto& e : hook->events) events_.push_back(std::move(e));
+    } else {
+      hook_seconds_ += hook->seconds;
       decode_seconds_ += out.seconds;
     }
     return out;
@@ -215,6 +240,7 @@ class SfvlStage : public VariantStage {
     return t;
   }
 
+  Check check_;
   Verifier verifier_{nullptr};
   std::vector<VerifyEvent> events_;
   double hook_seconds_ = 0, decode_seconds_ = 0;
@@ -223,6 +249,21 @@ class SfvlStage : public VariantStage {
 
 }  // namespace
 
-std::unique_ptr<VariantStage> make_sfvl_stage(const RunConfig& cfg) { return std::make_unique<SfvlStage>(); }
+WindowScorer random_trigger(uint64_t seed) {
+  auto rng = std::make_shared<std::mt19937_64>(seed);
+  return [rng](const torch::Tensor& w) {
+    std::uniform_real_distribution<float> u(0.0f, 1.0f);
+    auto out = torch::empty({w.size(0)}, torch::kFloat);  // [N]
+    float* p = out.data_ptr<float>();
+    for (int64_t i = 0; i < w.size(0); ++i) p[i] = u(*rng);
+    return out;
+  };
+}
+
+std::unique_ptr<VariantStage> make_sfvl_stage(const RunConfig& cfg) {
+  if (cfg.variant == "sfvl_oracle") return std::make_unique<SfvlStage>(Check::Oracle);
+  if (cfg.variant == "sfvl_random") return std::make_unique<SfvlStage>(Check::Random);
+  return std::make_unique<SfvlStage>(Check::Verifier);
+}
 
 }  // namespace zl

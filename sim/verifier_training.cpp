@@ -177,4 +177,13 @@ Verifier load_or_train_verifier(const RunConfig& cfg, Transformer& lm, const Dat
   return v;
 }
 
+void record_verifier_report(const VerifierReport& rep, int64_t lm_params, std::map<std::string, double>& m) {
+  m["verifier_params"] = static_cast<double>(rep.params);
+  m["verifier_params_ratio"] = static_cast<double>(rep.params) / lm_params;
+  m["verifier_auroc"] = rep.auroc;
+  m["verifier_ece"] = rep.ece;
+  m["verifier_auroc_ood"] = rep.auroc_ood;
+  m["verifier_ece_ood"] = rep.ece_ood;
+}
+
 }  // namespace zl

@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <map>
 #include <string>
 
 #include "models/transformer.h"
@@ -43,6 +44,10 @@ struct VerifierReport {
   double auroc_ood = NAN, ece_ood = NAN;    // held-out windows of data.eval_corpus
   double train_seconds = 0;
 };
+
+// The report as run metrics: verifier_params, verifier_params_ratio (to the
+// LM's `lm_params`), verifier_auroc, verifier_ece, and their _ood twins.
+void record_verifier_report(const VerifierReport& rep, int64_t lm_params, std::map<std::string, double>& m);
 
 // Loads the verifier cached in `checkpoint_dir` for this config (its own
 // training keys hashed into the file name), or trains and caches it.

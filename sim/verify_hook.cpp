@@ -9,6 +9,11 @@ VerifyHook::VerifyHook(WindowScorer scorer, int64_t window, VerifyPolicy policy,
                        std::string pass)
     : scorer_(std::move(scorer)), window_(window), policy_(std::move(policy)), rng_(seed), log_(log), pass_(std::move(pass)) {}
 
+VerifyHook::VerifyHook(SequenceCheck check, VerifyPolicy policy, uint64_t seed, bool log, std::string pass)
+    : check_(std::move(check)), window_(0), policy_(std::move(policy)), rng_(seed), log_(log), pass_(std::move(pass)) {
+  policy_.threshold = 0.5;  // a fire logs score 0, a pass 1
+}
+
 void VerifyHook::begin_batch(int64_t batch) {
   first_item_ += batch_;
   batch_ = batch;
@@ -21,29 +26,39 @@ DecodeHook::Verdict VerifyHook::review(const std::vector<std::vector<int32_t>>& 
   const int64_t B = sequences.size(), W = window_;
   Verdict v{std::vector<int64_t>(B, 0), std::vector<double>(B, policy_.temperature)};
 
-  // The last W tokens of each active sequence (left-padded with its first
-  // token when it is shorter than the window).
   std::vector<int64_t> rows;
-  std::vector<int64_t> window;
-  for (int64_t i = 0; i < B; ++i) {
-    if (!active[i]) continue;
-    rows.push_back(i);
-    const auto& s = sequences[i];
-    for (int64_t j = W; j > 0; --j) {
-      int64_t at = static_cast<int64_t>(s.size()) - j;
-      window.push_back(s[std::max<int64_t>(0, at)]);
-    }
-  }
+  for (int64_t i = 0; i < B; ++i)
+    if (active[i]) rows.push_back(i);
   if (rows.empty()) return v;
-  torch::Tensor scores;
-  {
+  std::vector<float> score(rows.size());
+  std::vector<int64_t> check_drop(rows.size(), 0);  // a sequence check's own drop (0: the policy's)
+  if (scorer_) {
+    // The last W tokens of each active sequence (left-padded with its first
+    // token when it is shorter than the window).
+    std::vector<int64_t> window;
+    for (int64_t i : rows) {
+      const auto& s = sequences[i];
+      for (int64_t j = W; j > 0; --j) {
+        int64_t at = static_cast<int64_t>(s.size()) - j;
+        window.push_back(s[std::max<int64_t>(0, at)]);
+      }
+    }
     torch::NoGradGuard no_grad;
     auto tokens = torch::from_blob(window.data(), {static_cast<int64_t>(rows.size()), W}, torch::kLong);
-    scores = scorer_(tokens);  // [n]
+    torch::Tensor scores = scorer_(tokens);  // [n]
     if (!scores.is_cpu() || scores.scalar_type() != torch::kFloat || !scores.is_contiguous())
       scores = scores.to(torch::kCPU, torch::kFloat).contiguous();
+    std::copy(scores.data_ptr<float>(), scores.data_ptr<float>() + rows.size(), score.begin());
+  } else {
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const int64_t i = rows[r];
+      Sequence& st = seq_[i];
+      if (st.prompt_len < 0) st.prompt_len = static_cast<int64_t>(sequences[i].size()) - 1;
+      SequenceVerdict c = check_(first_item_ + i, sequences[i], st.prompt_len);
+      score[r] = c.fire ? 0.0f : 1.0f;
+      check_drop[r] = c.drop;
+    }
   }
-  const float* score = scores.data_ptr<float>();
   checks += rows.size();
 
   for (size_t r = 0; r < rows.size(); ++r) {
@@ -68,7 +83,10 @@ DecodeHook::Verdict VerifyHook::review(const std::vector<std::vector<int32_t>>& 
     const bool resample = fired && st.retries < policy_.max_retries;
     int64_t d = 0;
     if (resample) {
-      d = policy_.drop == "2" ? 2 : policy_.drop == "random" ? 1 + static_cast<int64_t>(rng_() % 2) : 1;
+      d = check_drop[r] > 0                ? check_drop[r]
+          : policy_.drop == "2"      ? 2
+          : policy_.drop == "random" ? 1 + static_cast<int64_t>(rng_() % 2)
+                                     : 1;
       d = std::min<int64_t>(d, L - st.prompt_len);  // never into the prompt
       ++st.retries;
       st.fired_len = std::max(st.fired_len, L);

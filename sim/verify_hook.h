@@ -37,10 +37,25 @@ struct VerifyPolicy {
 // Scores windows [N,W] int64 -> confidences [N] in [0,1] (the verifier's).
 using WindowScorer = std::function<torch::Tensor(const torch::Tensor&)>;
 
+// A check that reads a whole sequence instead of a token window: the checker
+// oracle among sfvl's controls (issue 13 §7, sim/checker_oracle.h). It sees
+// sequence `item` of the decode (prompt + kept tokens, the newest last, its
+// first `prompt_len` tokens the prompt) and says whether it fires and, when
+// it does, how many of the newest tokens to drop (0: the policy's drop).
+struct SequenceVerdict {
+  bool fire = false;
+  int64_t drop = 0;
+};
+using SequenceCheck =
+    std::function<SequenceVerdict(int64_t item, const std::vector<int32_t>& sequence, int64_t prompt_len)>;
+
 class VerifyHook : public DecodeHook {
  public:
   VerifyHook(WindowScorer scorer, int64_t window, VerifyPolicy policy, uint64_t seed, bool log,
              std::string pass = "quality");
+  // The same policy (budget, drop, temperature bump) behind a sequence check;
+  // policy.threshold is not read. Logged scores are 0 (fired) or 1.
+  VerifyHook(SequenceCheck check, VerifyPolicy policy, uint64_t seed, bool log, std::string pass = "quality");
 
   void begin_batch(int64_t batch) override;
   Verdict review(const std::vector<std::vector<int32_t>>& sequences, const std::vector<bool>& active) override;
@@ -57,6 +72,7 @@ class VerifyHook : public DecodeHook {
     std::vector<size_t> open;  // logged re-samples awaiting their replacement tokens
   };
   WindowScorer scorer_;
+  SequenceCheck check_;  // set instead of scorer_ by the second constructor
   int64_t window_;
   VerifyPolicy policy_;
   std::mt19937_64 rng_;

@@ -378,5 +378,46 @@ TEST(DecodeStep, DecodeGivesTheSameTokensOnBothPaths) {
   expect_same_tokens(fused);
 }
 
+// Issue 13's trained known methods on the fast step: alibi's biases (4
+// heads, and 3, not a power of two; no position embedding) and gated_attn's
+// output gate per element and per head, with and without its bias, and both
+// at once; gates far from their near-1/2 start, so that a slip shows.
+Transformer known_model(int which) {
+  ModelConfig c = shape();
+  c.alibi = which == 0 || which == 1 || which == 4;
+  if (which == 1) c.heads = 3, c.dim = 24;  // D = 8
+  c.attn_gate = which >= 2;
+  c.attn_gate_headwise = which == 3;
+  c.attn_gate_bias = which == 3 || which == 4;
+  Transformer model(c);
+  torch::NoGradGuard no_grad;
+  for (auto& p : model->named_parameters())
+    if (p.key().find("attn.gate_") != std::string::npos) p.value().normal_(0, 0.7);
+  return model;
+}
+
+TEST(DecodeStep, AlibiAndGatedAttention) {
+  for (int which = 0; which < 5; ++which) {
+    torch::manual_seed(30 + which);
+    Transformer model = known_model(which);
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE("case " + std::to_string(which) + " threads " + std::to_string(threads));
+      expect_paths_agree(model, threads);
+    }
+    expect_same_tokens(model);
+  }
+}
+
+TEST(DecodeStep, RefusesAlibiWithFusedParts) {
+  ModelConfig c = shape();
+  c.alibi = true;
+  c.fused.gate = true;
+  Transformer model(c);
+  model->eval();
+  std::string why;
+  EXPECT_FALSE(DecodeStep::supports(model, &why));
+  EXPECT_NE(why.find("ALiBi"), std::string::npos) << why;
+}
+
 }  // namespace
 }  // namespace zl
