@@ -2,7 +2,6 @@
 
 #include <sys/resource.h>
 
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -146,9 +145,7 @@ RunRecord execute_run(const RunConfig& cfg) {
   // the pooled rate carried that into a seed's figure (issue 12: the A/A
   // throughput row of one run, +0.27 [-0.97, +1.51] pooled, +0.01 [-0.07,
   // +0.09] by median pass).
-  std::sort(pass_tok_s.begin(), pass_tok_s.end());
-  const size_t n = pass_tok_s.size();
-  m["decode_tok_s"] = n == 0 ? std::nan("") : n % 2 ? pass_tok_s[n / 2] : (pass_tok_s[n / 2 - 1] + pass_tok_s[n / 2]) / 2;
+  m["decode_tok_s"] = percentile(pass_tok_s, 50);
   add_timing_metrics(r, timings);
   m["kv_bytes_per_token"] = static_cast<double>(quality.kv_bytes_per_token);
   requests.add("repeat", req_repeat);
