@@ -250,7 +250,7 @@ DecodeOutput OetStage::decode(const StageContext& ctx, const std::vector<std::ve
 }
 
 // One lookup, timed in-process over every row in turn, in this thread's CPU
-// time (the wall time beside it), one block of 20000 after each timed pass,
+// time (the wall time beside it), one block of 5000 after each timed pass,
 // and the fastest block kept: a block that met a context switch, a cold
 // cache or a busy sibling hyperthread only errs upward. Blocks spread over
 // the passes (over the paired timing's rounds, sim/paired_timing.h) see the
@@ -259,7 +259,7 @@ DecodeOutput OetStage::decode(const StageContext& ctx, const std::vector<std::ve
 // bench/zl_bench.cpp has the Google Benchmark of the same call.
 void OetStage::time_lookups() {
   std::vector<float> buf(static_cast<size_t>(table_.cols()));
-  constexpr int64_t kLookups = 20000;
+  constexpr int64_t kLookups = 5000;
   volatile float sink = 0;
   timespec c0{}, c1{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
