@@ -466,6 +466,59 @@ void finish_spec(ClaimSpec& s, const std::map<std::string, std::string>& kv, con
   }
 }
 
+// "known.h2o" and "known_metric.h2o" -> "h2o"; "" for any other key.
+std::string known_key_name(const std::string& key) {
+  for (const char* prefix : {"known.", "known_metric."}) {
+    const std::string p = prefix;
+    if (key.rfind(p, 0) != 0) continue;
+    const std::string name = key.substr(p.size());
+    const bool ok = !name.empty() && std::all_of(name.begin(), name.end(), [](unsigned char c) {
+      return std::isalnum(c) || c == '_' || c == '-';
+    });
+    return ok ? name : std::string();
+  }
+  return "";
+}
+
+// The rows of a claim's known methods: the claim with the method's runs as
+// the treatment (and its own metric where the method names the same
+// quantity differently), in the order of their names.
+std::vector<ClaimSpec> known_specs(const ClaimSpec& claim, const std::map<std::string, std::string>& kv,
+                                   const std::string& where) {
+  std::vector<ClaimSpec> out;
+  for (const auto& [key, value] : kv) {
+    if (key.rfind("known_metric.", 0) == 0 && !kv.count("known." + known_key_name(key)))
+      throw std::runtime_error(where + ": claim " + claim.id + ": " + key + " without known." + known_key_name(key));
+    if (key.rfind("known.", 0) != 0) continue;
+    ClaimSpec k = claim;
+    k.known_method = known_key_name(key);
+    k.of_claim = claim.id;
+    k.id = claim.id + "@" + k.known_method;
+    if (value.empty()) throw std::runtime_error(where + ": claim " + claim.id + ": " + key + " has no run selector");
+    k.treatment = value;
+    try {
+      parse_selector(value);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(where + ": claim " + claim.id + ": " + key + ": " + e.what());
+    }
+    auto metric = kv.find("known_metric." + k.known_method);
+    if (metric != kv.end()) {
+      if (claim.comparison == "trend")
+        throw std::runtime_error(where + ": claim " + claim.id + ": known_metric." + k.known_method +
+                                 " on a trend claim (it reads a table, not a metric)");
+      k.metric = metric->second;
+      try {
+        ExprParser(k.metric).parse();
+      } catch (const std::exception& e) {
+        throw std::runtime_error(where + ": claim " + claim.id + ": known_metric." + k.known_method + " '" +
+                                 k.metric + "': " + e.what());
+      }
+    }
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::map<std::string, std::string> parse_config_ini(const std::string& ini) {
@@ -552,13 +605,20 @@ std::vector<ClaimSpec> parse_registry(const std::string& text, const std::string
     if (eq == std::string::npos) throw std::runtime_error(where + ": expected key = value, got '" + line + "'");
     const std::string key = trim(line.substr(0, eq));
     if (specs.empty()) throw std::runtime_error(where + ": key " + key + " before any [claim ID] section");
-    if (!kKeys.count(key)) throw std::runtime_error(where + ": claim " + specs.back().id + ": unknown key " + key);
+    if (!kKeys.count(key) && known_key_name(key).empty())
+      throw std::runtime_error(where + ": claim " + specs.back().id + ": unknown key " + key);
     if (!values.back().emplace(key, trim(line.substr(eq + 1))).second)
       throw std::runtime_error(where + ": claim " + specs.back().id + ": key " + key + " given twice");
   }
-  for (size_t i = 0; i < specs.size(); ++i) finish_spec(specs[i], values[i], file + ":" + std::to_string(specs[i].line));
   if (specs.empty()) throw std::runtime_error(file + ": no [claim ID] sections");
-  return specs;
+  std::vector<ClaimSpec> out;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const std::string where = file + ":" + std::to_string(specs[i].line);
+    finish_spec(specs[i], values[i], where);
+    out.push_back(specs[i]);
+    for (ClaimSpec& k : known_specs(specs[i], values[i], where)) out.push_back(std::move(k));
+  }
+  return out;
 }
 
 std::set<std::string> metric_names(const std::string& metric) {
@@ -650,7 +710,7 @@ Judgement judge_estimate(const MeanEstimate& e, CiMethod m, double region_lo, do
 namespace {
 
 bool judged_from_data(const ClaimResult& r) {
-  return r.spec->untestable.empty() && r.seeds >= kMinSeeds &&
+  return r.spec->untestable.empty() && !is_known_row(r) && r.seeds >= kMinSeeds &&
          (r.verdict == "supported" || r.verdict == "refuted" || r.verdict == "inconclusive");
 }
 
@@ -730,8 +790,23 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<ClaimSpec>& specs, co
       r.verdict = "untestable";
       r.seeds_needed = 0;
     }
+    if (is_known_row(r)) r.seeds_needed = 0;
   }
-  apply_holm(out, opt.level);
+  std::vector<ClaimResult> kept;
+  for (size_t i = 0; i < out.size(); ++i)
+    if (!is_known_row(out[i]) || measured[i].problem.rfind("missing", 0) != 0)
+      kept.push_back(std::move(out[i]));
+  apply_holm(kept, opt.level);
+  return kept;
+}
+
+std::vector<std::string> known_without_runs(const std::vector<ClaimSpec>& specs,
+                                            const std::vector<ClaimResult>& results) {
+  std::set<const ClaimSpec*> present;
+  for (const auto& r : results) present.insert(r.spec);
+  std::vector<std::string> out;
+  for (const auto& s : specs)
+    if (!s.known_method.empty() && !present.count(&s)) out.push_back(s.id + " (" + s.treatment + ")");
   return out;
 }
 
@@ -744,7 +819,7 @@ void apply_holm(std::vector<ClaimResult>& results, double level) {
   for (size_t i = 0; i < results.size(); ++i) {
     ClaimResult& r = results[i];
     if (std::isnan(p[i])) {
-      r.verdict_holm = r.verdict;
+      r.verdict_holm = is_known_row(r) ? "" : r.verdict;
       continue;
     }
     const bool decided = adjusted[i] < alpha;
@@ -816,7 +891,7 @@ std::string format_plan(const std::vector<ClaimResult>& results, const std::stri
 
 Table claims_table(const std::vector<ClaimResult>& results) {
   std::vector<std::string> id, source, claim, metric, comparison, treatment, control, claimed, verdict, note, method,
-      verdict_holm;
+      verdict_holm, known_method, of_claim;
   std::vector<double> lo_r, hi_r, value, lo, hi, t_lo, t_hi, boot_lo, boot_hi, bca_lo, bca_hi, p_support, p_refute;
   std::vector<int64_t> seeds, needed;
   for (const auto& r : results) {
@@ -848,6 +923,8 @@ Table claims_table(const std::vector<ClaimResult>& results) {
     p_refute.push_back(r.p_refute);
     verdict_holm.push_back(r.verdict_holm);
     needed.push_back(r.seeds_needed);
+    known_method.push_back(s.known_method);
+    of_claim.push_back(s.of_claim);
   }
   Table t;
   t.add("id", id);
@@ -877,8 +954,36 @@ Table claims_table(const std::vector<ClaimResult>& results) {
   t.add("p_refute", p_refute);
   t.add("verdict_holm", verdict_holm);
   t.add("seeds_needed", needed);
+  t.add("known_method", known_method);
+  t.add("of_claim", of_claim);
   return t;
 }
+
+namespace {
+
+// A known method's row, under its claim: where the method lies against the
+// claimed region, said as a place rather than a verdict.
+std::string format_known(const ClaimResult& r) {
+  const ClaimSpec& s = *r.spec;
+  std::string m = std::isnan(r.value) ? "-"
+                  : std::isnan(r.lo)  ? fmt(r.value)
+                                      : fmt(r.value) + " [" + fmt(r.lo) + ", " + fmt(r.hi) + "]";
+  std::string n = r.seeds > 0 ? std::to_string(r.seeds) + ", " + method_name(r.method) : "-";
+  const std::string where = r.verdict == "supported"      ? "inside the region"
+                            : r.verdict == "refuted"      ? "outside the region"
+                            : r.verdict == "inconclusive" ? "straddles the region"
+                                                          : r.verdict;
+  char line[512];
+  std::snprintf(line, sizeof line, "  %-26s %-30s %-22s %-12s %s\n", ("@" + s.known_method).c_str(), m.c_str(),
+                "(known method)", n.c_str(), where.c_str());
+  std::string out = line;
+  const std::string how = s.comparison == "trend" ? s.y + " ~ " + s.x + " (" + s.table + ")" : s.metric;
+  out += "    " + how + ", " + s.comparison + ": " + s.treatment + (s.control.empty() ? "" : " vs " + s.control) + "\n";
+  if (!r.note.empty()) out += "    " + r.note + "\n";
+  return out;
+}
+
+}  // namespace
 
 std::string format_claims(const std::vector<ClaimResult>& results, bool holm) {
   std::ostringstream out;
@@ -888,6 +993,10 @@ std::string format_claims(const std::vector<ClaimResult>& results, bool holm) {
   out << line;
   for (const auto& r : results) {
     const ClaimSpec& s = *r.spec;
+    if (is_known_row(r)) {
+      out << format_known(r);
+      continue;
+    }
     std::string m = std::isnan(r.value) ? "-"
                     : std::isnan(r.lo)  ? fmt(r.value)
                                         : fmt(r.value) + " [" + fmt(r.lo) + ", " + fmt(r.hi) + "]";

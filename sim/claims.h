@@ -31,9 +31,16 @@ struct ClaimSpec {
   std::string untestable;          // reason, or empty
   std::string file;                // where the section is, for errors
   int line = 0;
+  // A known method's row beside the claim (registry key `known.NAME`): the
+  // claim's comparison with `treatment` the method's runs, id "CLAIM@NAME".
+  // It reads the method against the claimed region and takes no part in the
+  // Holm family or the seeds plan: it is a reference, not a claim.
+  std::string known_method;  // NAME; empty for the article's own claims
+  std::string of_claim;      // the claim it stands beside
 };
 
-// Parses a registry. Throws std::runtime_error naming the file, line and key
+// Parses a registry; each claim's `known.NAME` rows follow it in the list.
+// Throws std::runtime_error naming the file, line and key
 // on an unknown key, a missing required key, a bad number or comparison, or
 // a metric expression that does not parse.
 std::vector<ClaimSpec> parse_registry(const std::string& text, const std::string& file);
@@ -81,6 +88,9 @@ struct ClaimResult {
   std::map<int64_t, double> per_seed;      // the values behind the interval
 };
 
+// A known method's row (ClaimSpec::known_method), not one of the articles' claims.
+inline bool is_known_row(const ClaimResult& r) { return r.spec != nullptr && !r.spec->known_method.empty(); }
+
 // p_support: the data put the value inside the region (the larger of the two
 // one-sided p-values against its bounds, TOST); p_refute: the data put it
 // outside (the smaller of the p-values for "below lo" and "above hi"). The
@@ -99,9 +109,16 @@ struct ClaimsOptions {
   double power = 0.8;                  // of the seeds-needed estimate
 };
 
-// Evaluates every claim.
+// Evaluates every claim. A known method's row whose runs are not in the
+// file is left out (a study that did not run the method has nothing to say
+// about it); known_without_runs names them.
 std::vector<ClaimResult> evaluate_claims(const std::vector<ClaimSpec>& specs, const ClaimsInput& input,
                                          const ClaimsOptions& options = {});
+
+// The known-method rows of the registry that evaluate_claims left out for want
+// of runs: "S000-kv@h2o (variant=h2o)", one per row.
+std::vector<std::string> known_without_runs(const std::vector<ClaimSpec>& specs,
+                                            const std::vector<ClaimResult>& results);
 
 // Holm's correction over the rows that have a verdict from data: each row's
 // p-value is the smaller of p_support and p_refute, adjusted across the rows,

@@ -49,6 +49,7 @@ std::vector<double> residual_shape(const std::vector<ClaimResult>& results, int*
   std::vector<double> pool;
   if (rows) *rows = 0;
   for (const auto& r : results) {
+    if (is_known_row(r)) continue;  // a reference beside the claims, not part of the file's shape
     std::vector<double> v;
     for (const auto& [seed, x] : r.per_seed) v.push_back(x);
     MeanEstimate e(v, 2);
@@ -84,6 +85,7 @@ Calibration calibrate(const std::vector<ClaimResult>& results, const std::vector
         double sum = 0;
         for (size_t i = 0; i < results.size(); ++i) {
           const ClaimResult& r = results[i];
+          if (is_known_row(r)) continue;
           std::vector<double> v;
           for (const auto& [s, x] : r.per_seed) v.push_back(x);
           MeanEstimate observed(v, 2);

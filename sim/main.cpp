@@ -296,6 +296,10 @@ int cmd_claims(int argc, char** argv) {
   auto specs = load_registry(vm["registry"].as<std::string>());
   auto table = evaluate_claims(specs, load_claims_input(results), co);
   std::cout << format_claims(table, family == "holm");
+  const auto absent = known_without_runs(specs, table);
+  if (!absent.empty())
+    std::cout << "\n" << absent.size() << " known-method row(s) have no runs in this file (e.g. " << absent.front()
+              << "); ablations/baselines.ini runs them\n";
   if (vm.count("calibrate")) {
     std::set<int> ns{3, 5, 8};
     for (const auto& r : table)

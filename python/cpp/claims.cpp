@@ -59,6 +59,8 @@ void register_claims(py::module& m) {
           d["p_refute"] = r.p_refute;
           d["verdict_holm"] = r.verdict_holm;
           d["seeds_needed"] = r.seeds_needed;
+          d["known_method"] = r.spec->known_method;
+          d["of_claim"] = r.spec->of_claim;
           d["per_seed"] = r.per_seed;
           rows.append(d);
         }
@@ -70,7 +72,10 @@ void register_claims(py::module& m) {
 
 Returns one dict per claim (id, claim, value, ci_lo, ci_hi, seeds, verdict,
 note, method, t_lo/t_hi, boot_lo/boot_hi, bca_lo/bca_hi, p_support,
-p_refute, verdict_holm, seeds_needed, and per_seed: {seed: value}). `method`
+p_refute, verdict_holm, seeds_needed, known_method, of_claim, and per_seed:
+{seed: value}). A known method's row (registry key known.NAME) has id
+CLAIM@NAME, known_method NAME and of_claim CLAIM; it is left out when the file
+has no runs of it. `method`
 is auto (the interval whose simulated coverage at the row's n is nearest
 `level`), t, percentile or bca. With write=True the tables are also stored as
 /claims and /claims_seeds in the file.

@@ -19,7 +19,7 @@ EVENT_COLUMNS = ("item", "position", "context_len", "proposed", "score", "resamp
 CLAIM_COLUMNS = ("id", "source", "claim", "metric", "comparison", "treatment", "control", "claimed",
                  "region_lo", "region_hi", "value", "ci_lo", "ci_hi", "seeds", "verdict", "note",
                  "method", "t_lo", "t_hi", "boot_lo", "boot_hi", "bca_lo", "bca_hi", "p_support", "p_refute",
-                 "verdict_holm", "seeds_needed")
+                 "verdict_holm", "seeds_needed", "known_method", "of_claim")
 CLAIM_SEED_COLUMNS = ("id", "seed", "value")
 
 
@@ -101,13 +101,18 @@ def load_events(path, run_ids=None):
     return pd.concat(frames, ignore_index=True)
 
 
-def load_claims(path):
-    """The /claims table written by `zerolayer claims`; empty (with its columns) if not there yet."""
+def load_claims(path, known_methods=False):
+    """The /claims table written by `zerolayer claims`: the articles' claims, or with
+    known_methods=True the rows of the known methods beside them instead (id CLAIM@NAME,
+    known_method, of_claim; registry key known.NAME). Empty (with its columns) if not there yet;
+    a file from before the known methods has claims only."""
     with h5py.File(path, "r") as f:
         node = f.get("claims")
         if not isinstance(node, h5py.Dataset):
             return pd.DataFrame(columns=list(CLAIM_COLUMNS))
-        return _decode_frame(pd.DataFrame(node[:]))
+        table = _decode_frame(pd.DataFrame(node[:]))
+    known = table["known_method"].fillna("") != "" if "known_method" in table else pd.Series(False, index=table.index)
+    return table[known if known_methods else ~known].reset_index(drop=True)
 
 
 def load_claim_seeds(path):

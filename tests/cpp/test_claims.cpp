@@ -4,6 +4,7 @@
 // through a results file.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -353,6 +354,74 @@ TEST(Claims, UntestableKeepsTheValueButNotAVerdict) {
   EXPECT_NE(r.note.find("would be supported"), std::string::npos) << r.note;
 }
 
+TEST(Claims, KnownMethodsStandBesideAClaimOnItsComparison) {
+  // The claim: oet against sfcl, +10% per seed. Beside it h2o on the same
+  // comparison (+50% of the same seed's control), and gated_attn on its own
+  // metric; streaming has no runs in the file and is left out, by name.
+  auto specs = one(std::string(kRelative) + "claimed = 0.1\ntolerance = 0.01\nknown.h2o = variant=h2o\n"
+                   "known.gated = variant=gated_attn\nknown_metric.gated = other_tok_s\n"
+                   "known.streaming = variant=streaming\n");
+  ASSERT_EQ(specs.size(), 4u);
+  EXPECT_EQ(specs[1].id, "T@gated");
+  EXPECT_EQ(specs[1].metric, "other_tok_s");
+  EXPECT_EQ(specs[2].id, "T@h2o");
+  EXPECT_EQ(specs[2].of_claim, "T");
+  EXPECT_EQ(specs[2].control, "variant=sfcl");
+  EXPECT_EQ(specs[2].metric, "decode_tok_s");
+  EXPECT_DOUBLE_EQ(specs[2].region_lo, specs[0].region_lo);
+  ClaimsInput in;
+  const double ctrl[] = {100, 200, 400};
+  for (int s = 1; s <= 3; ++s) {
+    const std::string n = std::to_string(s);
+    in.runs.push_back(run("c" + n, "variant=sfcl", s, {{"decode_tok_s", ctrl[s - 1]}, {"other_tok_s", 1}}));
+    in.runs.push_back(run("t" + n, "variant=oet", s, {{"decode_tok_s", 1.1 * ctrl[s - 1]}}));
+    in.runs.push_back(run("h" + n, "variant=h2o", s, {{"decode_tok_s", 1.5 * ctrl[s - 1]}}));
+    in.runs.push_back(run("g" + n, "variant=gated_attn", s, {{"other_tok_s", 2.0 + 0.1 * s}}));
+  }
+  auto rows = zl::evaluate_claims(specs, in);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].verdict, "supported");
+  EXPECT_EQ(rows[0].verdict_holm, "supported");
+  EXPECT_NEAR(rows[2].value, 0.5, 1e-12);  // h2o, paired by seed with the claim's control
+  EXPECT_NEAR(rows[2].lo, 0.5, 1e-12);
+  EXPECT_EQ(rows[2].verdict, "refuted");   // outside the claimed region, as a place
+  EXPECT_EQ(rows[2].verdict_holm, "");     // not a claim: no Holm verdict, no plan
+  EXPECT_NEAR(rows[1].value, (2.1 + 2.2 + 2.3) / 3 - 1, 1e-12);
+  EXPECT_EQ(rows[1].seeds_needed, 0);
+  auto absent = zl::known_without_runs(specs, rows);
+  ASSERT_EQ(absent.size(), 1u);
+  EXPECT_EQ(absent[0], "T@streaming (variant=streaming)");
+  // The known rows take no part in the Holm family: the claim's adjusted
+  // verdict is the same with them as without.
+  auto alone = zl::evaluate_claims(one(std::string(kRelative) + "claimed = 0.1\ntolerance = 0.01\n"), in);
+  EXPECT_EQ(alone[0].verdict_holm, rows[0].verdict_holm);
+  const std::string text = zl::format_claims(rows);
+  EXPECT_NE(text.find("@h2o"), std::string::npos) << text;
+  EXPECT_NE(text.find("outside the region"), std::string::npos) << text;
+  zl::Table t = zl::claims_table(rows);
+  const auto& known = std::get<std::vector<std::string>>(*t.find("known_method"));
+  EXPECT_EQ(known, (std::vector<std::string>{"", "gated", "h2o"}));
+}
+
+TEST(Claims, KnownMethodKeysAreChecked) {
+  const std::string base = std::string(kRelative) + "claimed = 0.1\ntolerance = 0.01\n";
+  auto message = [&](const std::string& extra) {
+    try {
+      one(base + extra);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("known_metric.h2o = x\n").find("known_metric.h2o without known.h2o"), std::string::npos);
+  EXPECT_NE(message("known. = variant=h2o\n").find("unknown key known."), std::string::npos);
+  EXPECT_NE(message("known.h2o =\n").find("known.h2o has no run selector"), std::string::npos);
+  EXPECT_NE(message("known.h2o = variant=h2o\nknown_metric.h2o = (a +\n").find("known_metric.h2o '(a +'"),
+            std::string::npos);
+  EXPECT_NE(message("known.h2o = variant=h2o\nknown.h2o = variant=x\n").find("key known.h2o given twice"),
+            std::string::npos);
+}
+
 TEST(LeastSquares, FitsAKnownLineAndRefusesDegenerateInput) {
   auto f = zl::fit_line({1, 2, 3, 4}, {3, 5, 7, 9});
   EXPECT_NEAR(f.slope, 2, 1e-12);
@@ -413,7 +482,11 @@ TEST(Claims, ResultsFileRoundTrip) {
   zl::merge_shards(dir.string(), results, prov);
   auto specs = zl::load_registry(registry_path());
   auto table = zl::evaluate_claims(specs, zl::load_claims_input(results));
-  ASSERT_EQ(table.size(), specs.size());
+  // Every claim has a row; the known methods' rows have no runs here and are left out.
+  const size_t claims = std::count_if(specs.begin(), specs.end(), [](const ClaimSpec& s) { return s.known_method.empty(); });
+  ASSERT_LT(claims, specs.size());
+  ASSERT_EQ(table.size(), claims);
+  EXPECT_EQ(zl::known_without_runs(specs, table).size(), specs.size() - claims);
   const zl::ClaimResult* thr = nullptr;
   for (const auto& r : table) {
     if (r.spec->id == "S000-throughput")
@@ -427,7 +500,7 @@ TEST(Claims, ResultsFileRoundTrip) {
   EXPECT_EQ(thr->verdict, "supported");
   zl::write_table(results, "claims", zl::claims_table(table));
   auto back = zl::h5::File::open(results, false).dataset("claims").read_table();
-  EXPECT_EQ(back.rows(), specs.size());
+  EXPECT_EQ(back.rows(), claims);
   EXPECT_NE(back.find("verdict"), nullptr);
   EXPECT_NE(back.find("ci_lo"), nullptr);
   for (const char* column : {"method", "t_lo", "boot_hi", "bca_lo", "p_support", "verdict_holm", "seeds_needed"})

@@ -131,7 +131,16 @@ CLAIMS = {
     "p_refute": [0.45, 0.0001, 0.9996, NAN, 0.012, NAN],
     "verdict_holm": ["inconclusive", "refuted", "supported", "inconclusive", "inconclusive", "untestable"],
     "seeds_needed": [9, 0, 0, 0, 0, 0],
+    "known_method": [""] * 6,
+    "of_claim": [""] * 6,
 }
+# A known method's row beside S000-kv (registry key known.h2o): stored in /claims with the claims.
+KNOWN_H2O = {"id": "S000-kv@h2o", "source": "seed 000 §3.2", "claim": "KV -58%", "metric": "kv_bytes_per_token",
+             "comparison": "relative", "treatment": "variant=h2o", "control": "variant=sfcl",
+             "claimed": "-0.58 ± 0.10", "region_lo": -0.68, "region_hi": -0.48, "value": -0.79, "ci_lo": -0.80,
+             "ci_hi": -0.78, "seeds": 3, "verdict": "refuted", "note": "", "method": "t", "t_lo": -0.80,
+             "t_hi": -0.78, "boot_lo": -0.795, "boot_hi": -0.785, "bca_lo": NAN, "bca_hi": NAN, "p_support": 0.9999,
+             "p_refute": 0.0001, "verdict_holm": "", "seeds_needed": 0, "known_method": "h2o", "of_claim": "S000-kv"}
 SEEDS = {"S000-throughput": [0.30, 0.40, 0.45], "S000-kv": [0.0, 0.0, 0.0], "S000-lookup": [220.0, 228.0, 236.0],
          "S000-share": [0.0175], "S002-quality": [0.20, 0.26, 0.32]}
 
@@ -141,7 +150,7 @@ def claims_file(tmp_path):
     """A results file's /claims and /claims_seeds (nothing else: the loaders and plots read only these)."""
     path = str(tmp_path / "claims.h5")
     with h5py.File(path, "w") as f:
-        write_table(f, "claims", CLAIMS)
+        write_table(f, "claims", {k: list(v) + [KNOWN_H2O[k]] for k, v in CLAIMS.items()})
         rows = [(cid, seed, v) for cid, values in SEEDS.items() for seed, v in enumerate(values, start=1)]
         write_table(f, "claims_seeds", {"id": [r[0] for r in rows], "seed": [r[1] for r in rows],
                                         "value": [r[2] for r in rows]})
@@ -159,6 +168,13 @@ def test_load_claim_seeds_and_the_new_claims_columns(claims_file, tmp_path):
     assert claims.at["S000-throughput", "source"] == "seed 000 §1" and claims.at["S000-lookup", "method"] == "t"
     assert claims.at["S002-quality", "verdict_holm"] == "inconclusive" and claims.at["S002-memory", "method"] == ""
     assert claims.at["S000-throughput", "seeds_needed"] == 9 and np.isnan(claims.at["S000-kv", "bca_lo"])
+    assert len(claims) == 6 and "S000-kv@h2o" not in claims.index  # the claims alone by default
+    known = load_claims(claims_file, known_methods=True)
+    assert list(known["id"]) == ["S000-kv@h2o"] and known.at[0, "of_claim"] == "S000-kv"
+    older = str(tmp_path / "older.h5")  # written before the known methods: every row a claim
+    with h5py.File(older, "w") as f:
+        write_table(f, "claims", {k: v for k, v in CLAIMS.items() if k not in ("known_method", "of_claim")})
+    assert len(load_claims(older)) == 6 and len(load_claims(older, known_methods=True)) == 0
     empty = str(tmp_path / "none.h5")  # a file before `zerolayer claims`: empty frames with every column
     h5py.File(empty, "w").close()
     assert len(load_claim_seeds(empty)) == 0 and list(load_claim_seeds(empty).columns) == ["id", "seed", "value"]
