@@ -6,30 +6,77 @@ import numpy as np
 from .results import pareto_front
 
 
+# One colour per variant, the same in every plot and file: the seeds' mechanisms in warm colours, the
+# published methods in cool ones, sfvl's controls in lighter shades of sfvl's red. A variant not named here
+# takes a colour no named variant uses.
+VARIANT_COLORS = {
+    "baseline": "#404040", "sfvl": "#d62728", "sfcl": "#ff7f0e", "oet": "#bcbd22", "fused": "#9467bd",
+    "speculative": "#8c564b", "sfvl_best_of_n": "#ff9896", "sfvl_oracle": "#e7969c", "sfvl_random": "#c49c94",
+    "contrastive": "#2ca02c", "alibi": "#1f77b4", "gated_attn": "#17becf", "streaming": "#393b79", "h2o": "#6b6ecf",
+    "latent_kv": "#e377c2"}
+_SPARE_COLORS = ("#7f7f7f", "#8ca252", "#bd9e39", "#ad494a", "#a55194", "#637939", "#843c39", "#5254a3")
+# One marker per setting of a variant, in the order of its settings' labels.
+_MARKERS = ("o", "s", "D", "^", "v", "P", "X", "*", "<", ">", "h", "p")
+
+
+def variant_styles(labels):
+    """{setting label: (variant, colour, marker)} for labels of the form "variant key=value ..." (the first
+    word is the variant): one colour per variant, one marker per setting within it."""
+    by_variant = {}
+    for label in sorted(set(map(str, labels))):
+        by_variant.setdefault(label.split(" ", 1)[0], []).append(label)
+    spare = iter(c for c in _SPARE_COLORS * 4 if c not in VARIANT_COLORS.values())
+    styles = {}
+    for variant, settings in by_variant.items():
+        colour = VARIANT_COLORS.get(variant) or next(spare)
+        for i, label in enumerate(settings):
+            styles[label] = (variant, colour, _MARKERS[i % len(_MARKERS)])
+    return styles
+
+
 def pareto_plot(summary, quality="violation_rate", throughput="decode_tok_s", label="setting", ax=None,
-                lower_quality_is_better=True):
-    """Scatter of a `summarize` frame: throughput (x) against quality (y), each
-    point with its 95% whiskers on both axes, the Pareto front joined by a line.
-    Rows without both values are left out (and listed in the title)."""
+                lower_quality_is_better=True, higher_x_is_better=True, logx=False):
+    """Scatter of a `summarize` frame: `throughput` (x; with higher_x_is_better=False a cost such as
+    kv_bytes_per_token) against quality (y), each point with its 95% whiskers on both axes, coloured by
+    variant and marked by setting (`variant_styles`), the Pareto front as a staircase with its points ringed,
+    the legend outside the axes. Rows without both values are left out (and listed in the title)."""
     import matplotlib.pyplot as plt
-    ax = ax or plt.subplots(figsize=(7, 4.5))[1]
+    ax = ax or plt.subplots(figsize=(10, 5), layout="constrained")[1]
     ok = summary[np.isfinite(summary[quality].astype(float)) & np.isfinite(summary[throughput].astype(float))]
-    for _, row in ok.iterrows():
+    styles = variant_styles(summary[label])
+    one_n = summary["n"].nunique() == 1
+    for _, row in ok.sort_values(label).iterrows():
         xerr = [[row[throughput] - row[f"{throughput}_lo"]], [row[f"{throughput}_hi"] - row[throughput]]]
         yerr = [[row[quality] - row[f"{quality}_lo"]], [row[f"{quality}_hi"] - row[quality]]]
         xerr = None if np.isnan(xerr).any() else xerr
         yerr = None if np.isnan(yerr).any() else yerr
-        ax.errorbar(row[throughput], row[quality], xerr=xerr, yerr=yerr, fmt="o", capsize=3,
-                    label=f"{row[label]} (n={row['n']})")
+        _, colour, marker = styles[str(row[label])]
+        ax.errorbar(row[throughput], row[quality], xerr=xerr, yerr=yerr, fmt=marker, color=colour, ms=6,
+                    mec="black", mew=0.4, elinewidth=0.8, capsize=2, alpha=0.9, zorder=3,
+                    label=str(row[label]) + ("" if one_n else f" (n={row['n']})"))
     if len(ok):
-        front = ok[pareto_front(ok, quality, throughput, lower_quality_is_better)].sort_values(throughput)
-        ax.plot(front[throughput], front[quality], "k--", lw=1, alpha=0.6, label="Pareto front")
-    ax.set_xlabel(f"{throughput} (higher is better)")
+        # The front of (quality, x): x negated where lower is better, so that pareto_front's rule applies.
+        signed = ok.assign(_x=ok[throughput].astype(float) * (1 if higher_x_is_better else -1))
+        front = ok[pareto_front(signed, quality, "_x", lower_quality_is_better)].sort_values(throughput)
+        # The staircase bounds what the front attains: at a given x, the quality of the front point nearest
+        # on the better side of x (higher x better: the next point up, "pre"; lower better: the last below).
+        where = "pre" if higher_x_is_better else "post"
+        ax.step(front[throughput], front[quality], where=where, color="black", lw=1.4, alpha=0.45, zorder=2,
+                label="Pareto front")
+        ax.scatter(front[throughput], front[quality], s=170, facecolors="none", edgecolors="black", lw=0.8,
+                   alpha=0.6, zorder=2)
+    if logx:
+        ax.set_xscale("log")
+    ax.set_xlabel(f"{throughput} ({'higher' if higher_x_is_better else 'lower'} is better)")
     ax.set_ylabel(f"{quality} ({'lower' if lower_quality_is_better else 'higher'} is better)")
     left_out = sorted(set(summary[label]) - set(ok[label]))
-    ax.set_title("quality vs throughput, mean and 95% bootstrap CI over seeds"
+    n_text = f", n = {summary['n'].iloc[0]} seeds" if one_n and len(summary) else ""
+    ax.set_title(f"{quality} vs {throughput}: mean and 95% bootstrap CI over seeds{n_text}"
                  + (f"\nnot measured: {', '.join(map(str, left_out))}" if left_out else ""), fontsize=9)
-    ax.legend(fontsize=7, loc="best")
+    ax.grid(True, lw=0.4, alpha=0.4)
+    entries = len(ok) + (1 if len(ok) else 0)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, frameon=False,
+              ncol=1 if entries <= 20 else 2, handletextpad=0.4, columnspacing=1.0)
     return ax
 
 

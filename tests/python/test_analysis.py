@@ -80,6 +80,32 @@ def test_plots_draw_with_missing_values():
     assert "no decode/events" in ax.get_title()
 
 
+def test_variant_styles_give_each_variant_a_colour_and_each_setting_a_marker():
+    labels = ["oet decode.temperature=0.3", "oet decode.temperature=0.8", "sfvl", "h2o", "mystery a=1", "mystery a=2",
+              "other"]
+    styles = plots.variant_styles(labels)
+    colours = {v: c for v, c, _ in styles.values()}
+    assert len(set(colours.values())) == len(colours) == 5  # oet, sfvl, h2o, mystery, other: all distinct
+    assert colours["sfvl"] == plots.VARIANT_COLORS["sfvl"]
+    assert colours["mystery"] not in plots.VARIANT_COLORS.values()  # an unnamed variant takes a spare colour
+    oet = [styles[l][2] for l in labels[:2]]
+    assert len(set(oet)) == 2 and styles["mystery a=1"][2] == oet[0]  # markers count within a variant
+
+
+def test_pareto_plot_keeps_the_legend_outside_and_draws_the_front_as_a_staircase():
+    s = pd.DataFrame({"setting": ["a", "b", "c"], "n": [3, 3, 3], "violation_rate": [0.2, 0.1, 0.3],
+                      "violation_rate_lo": [0.1, 0.05, 0.2], "violation_rate_hi": [0.3, 0.15, 0.4],
+                      "kv_bytes_per_token": [100.0, 200.0, 300.0], "kv_bytes_per_token_lo": [90.0, 180.0, 280.0],
+                      "kv_bytes_per_token_hi": [110.0, 220.0, 320.0]})
+    ax = plots.pareto_plot(s, throughput="kv_bytes_per_token", higher_x_is_better=False)
+    legend = ax.get_legend()
+    assert legend.get_bbox_to_anchor().transformed(ax.transAxes.inverted()).x0 > 1  # right of the axes
+    front = [line for line in ax.get_lines() if line.get_label() == "Pareto front"][0]
+    assert front.get_drawstyle() == "steps-post"  # lower x is better: a point holds until the next one
+    assert list(front.get_xdata()) == [100.0, 200.0]  # c (more bytes, worse quality) is dominated
+    assert "n = 3 seeds" in ax.get_title()
+
+
 def write_table(f, name, columns):
     """A compound table as sim/h5.cpp writes one: text as fixed-length, null-padded UTF-8 strings as wide as
     the longest value (at least 1 byte), numbers as int64 or float64."""
