@@ -1,5 +1,5 @@
 // Typed options of variant `fused` (seed 002 §2.1, SPEC §1), filled once from
-// the run config (sim/fused_stage.cpp: fused_options) and held by ModelConfig.
+// the run config (sim/stages/fused_stage.cpp: fused_options) and held by ModelConfig.
 // All-off defaults: a ModelConfig with default FusedOptions is the baseline.
 #pragma once
 #include <cstdint>

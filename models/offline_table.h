@@ -11,7 +11,7 @@
 // The context bucket of position p (0-based, in a context of T_max tokens) is
 // p · buckets / T_max: the article's "context" is otherwise unspecified, and
 // the position is what the trigger knows without more state.
-// Saving and loading (I/O) live in sim/offline_table_file.h.
+// Saving and loading (I/O) live in sim/stages/offline_table_file.h.
 #pragma once
 #include <Eigen/SparseCore>
 

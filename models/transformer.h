@@ -52,7 +52,7 @@ struct TransformerImpl : torch::nn::Module {
 
   // When keep_hidden is set, every forward keeps the final-normed hidden
   // states it feeds the LM head in last_hidden ([B,T,C]): contrastive search
-  // compares candidates by them (sim/contrastive_stage.h).
+  // compares candidates by them (sim/stages/contrastive_stage.h).
   bool keep_hidden = false;
   torch::Tensor last_hidden;
   // alibi: each head's slope m_h (models/alibi.h); empty otherwise, and wpe null.

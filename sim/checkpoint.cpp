@@ -7,7 +7,7 @@
 
 #include "datasets/atomic_file.h"
 #include "datasets/cache_file.h"
-#include "sim/stop.h"
+#include "sim/study/stop.h"
 #include "sim/torch_bytes.h"
 
 namespace zl {

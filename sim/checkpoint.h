@@ -12,8 +12,8 @@
 #include <string>
 
 #include "models/transformer.h"
-#include "sim/file_lock.h"
 #include "sim/results.h"
+#include "sim/study/file_lock.h"
 
 namespace zl {
 

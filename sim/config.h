@@ -54,7 +54,7 @@ struct DecodeConfig {
   int64_t repeats = 3;                  // timed passes (after one warm-up pass)
   // Where the timed passes run. paired: after every run of the study, the
   // arms of one seed in one process, pass by pass in rotating order
-  // (sim/paired_timing.h), so that the arms a claim compares meet the same
+  // (sim/study/paired_timing.h), so that the arms a claim compares meet the same
   // machine load; run: in each run's own process, after its quality pass.
   std::string timing = "paired";
   int64_t seed = 0;                     // sampling streams: 0 = the run's seed alone; another value draws other
@@ -83,7 +83,7 @@ struct SpeculativeConfig {
 };
 
 // The plain controls of sfvl (issue 13 §7), each decoding the baseline's
-// checkpoint and prompts (sim/sfvl_stage.h, sim/best_of_n_stage.h). The
+// checkpoint and prompts (sim/stages/sfvl_stage.h, sim/stages/best_of_n_stage.h). The
 // fourth control, a temperature / top_p grid, is the baseline run with a
 // [grid] over decode.temperature and decode.top_p and needs no key.
 struct ControlConfig {
@@ -104,7 +104,7 @@ struct ControlConfig {
   std::string oracle_drop = "span";
 };
 
-// contrastive search (Su et al., NeurIPS 2022, §3.2; sim/contrastive_stage.h):
+// contrastive search (Su et al., NeurIPS 2022, §3.2; sim/stages/contrastive_stage.h):
 // a deterministic decode on the baseline's checkpoint that picks, among the
 // top k tokens, the one maximising (1 − α)·p(v) − α·max_j cos(h_v, h_j).
 struct ContrastiveConfig {

@@ -8,11 +8,11 @@
 #include "sim/cost.h"
 #include "sim/decoder.h"
 #include "sim/model_options.h"
-#include "sim/oet_stage.h"
 #include "sim/runtime.h"
-#include "sim/speculative.h"
-#include "sim/speculative_stage.h"
-#include "sim/verify_hook.h"
+#include "sim/stages/oet_stage.h"
+#include "sim/stages/speculative.h"
+#include "sim/stages/speculative_stage.h"
+#include "sim/stages/verify_hook.h"
 
 namespace zl {
 namespace {

@@ -14,19 +14,19 @@
 #include "datasets/tokenizer.h"
 #include "models/factory.h"
 #include "sim/checkpoint.h"
-#include "sim/claims.h"
-#include "sim/claims_calibration.h"
+#include "sim/claims/claims.h"
+#include "sim/claims/claims_calibration.h"
+#include "sim/config.h"
 #include "sim/decode_bench.h"
+#include "sim/decoder.h"
 #include "sim/generate.h"
 #include "sim/h5.h"
-#include "sim/config.h"
-#include "sim/decoder.h"
 #include "sim/provenance.h"
 #include "sim/results.h"
 #include "sim/runtime.h"
-#include "sim/slurm_submit.h"
-#include "sim/stop.h"
-#include "sim/study.h"
+#include "sim/study/slurm_submit.h"
+#include "sim/study/stop.h"
+#include "sim/study/study.h"
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
@@ -105,7 +105,7 @@ int cmd_study(const std::string& cmd, int argc, char** argv, const std::string& 
         so.shard_index < 0 || so.shard_index >= so.shard_count)
       throw std::runtime_error("--shard: expected i/n with 0 <= i < n, got '" + s + "'");
   }
-  install_stop_handlers();  // SIGTERM / SIGINT: stop at the next safe point (sim/stop.h)
+  install_stop_handlers();  // SIGTERM / SIGINT: stop at the next safe point (sim/study/stop.h)
   return run_study(study, so);
 }
 

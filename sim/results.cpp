@@ -16,8 +16,8 @@
 #include <stdexcept>
 #include <type_traits>
 
-#include "sim/file_lock.h"
 #include "sim/h5.h"
+#include "sim/study/file_lock.h"
 
 namespace zl {
 

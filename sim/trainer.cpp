@@ -4,9 +4,9 @@
 #include <cmath>
 #include <filesystem>
 
-#include "sim/progress.h"
 #include "sim/runtime.h"
-#include "sim/stop.h"
+#include "sim/study/progress.h"
+#include "sim/study/stop.h"
 
 namespace zl {
 namespace fs = std::filesystem;

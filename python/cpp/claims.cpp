@@ -1,11 +1,11 @@
-// The claims table (sim/claims.h) from Python.
+// The claims table (sim/claims/claims.h) from Python.
 #include <pybind11/stl.h>
 
 #include <cmath>
 #include <utility>
 
 #include "python/cpp/module.h"
-#include "sim/claims.h"
+#include "sim/claims/claims.h"
 
 namespace py = pybind11;
 

@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "python/cpp/module.h"
-#include "sim/study.h"
+#include "sim/study/study.h"
 
 namespace py = pybind11;
 

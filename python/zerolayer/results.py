@@ -127,7 +127,7 @@ def load_claim_seeds(path):
 
 def bootstrap_ci(values, level=0.95, resamples=10000, seed=12345):
     """(mean, lo, hi) of the finite values: the percentile bootstrap of the
-    mean, as the C++ side computes it (sim/stats.cpp). lo/hi are NaN for one value."""
+    mean, as the C++ side computes it (sim/claims/stats.cpp). lo/hi are NaN for one value."""
     v = np.asarray(values, dtype=float)
     v = v[np.isfinite(v)]
     if len(v) == 0:

@@ -8,16 +8,17 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <set>
 #include <stdexcept>
 #include <string>
 
-#include "sim/claims.h"
+#include "sim/claims/claims.h"
+#include "sim/claims/least_squares.h"
 #include "sim/config.h"
-#include "sim/study_file.h"
 #include "sim/h5.h"
-#include "sim/least_squares.h"
 #include "sim/results.h"
+#include "sim/study/study_file.h"
 
 namespace {
 
@@ -255,40 +256,67 @@ TEST(Claims, SelectorBooleansMatchByMeaning) {
 // The claims study must give every claim of the registry exactly one run per
 // seed in each arm it compares (no "missing", no "ambiguous") over >= 3 seeds:
 // checked on the study's expanded configs, without running it.
-TEST(Claims, ClaimsStudyCoversEveryClaimUnambiguously) {
-  auto study = zl::load_study(std::string(ZL_SOURCE_DIR) + "/ablations/claims.ini", {});
-  auto configs = study.expand();
-  const auto specs = zl::load_registry(registry_path());
+// Every run of a study, as the claims would see it complete: every metric a
+// registry expression names, varying with the arm and seed so that relative
+// and argmin comparisons are defined, and an event table for trend claims.
+struct StudyAsRuns {
+  ClaimsInput in;
+  std::map<std::string, zl::Table> events;
+};
+std::unique_ptr<StudyAsRuns> study_as_runs(const std::string& study_file, const std::vector<ClaimSpec>& specs) {
+  auto out = std::make_unique<StudyAsRuns>();
+  auto configs = zl::load_study(std::string(ZL_SOURCE_DIR) + "/ablations/" + study_file, {}).expand();
   std::set<std::string> names;
   for (const auto& spec : specs)
     if (!spec.metric.empty())
       for (const auto& name : zl::metric_names(spec.metric)) names.insert(name);
-  ClaimsInput in;
-  std::map<std::string, zl::Table> events;
   for (size_t i = 0; i < configs.size(); ++i) {
     ClaimRun r;
     r.run_id = "r" + std::to_string(i);
     r.seed = configs[i].seed;
     r.status = "complete";
     r.config = zl::parse_config_ini(zl::to_ini(configs[i]));
-    // Every name a registry metric expression uses, varying with the arm and
-    // seed so that relative and argmin comparisons are defined.
     for (const auto& name : names)
       r.metrics[name] = 1.0 + 0.01 * static_cast<double>(i) + 0.001 * static_cast<double>(r.seed);
     zl::Table t;
     t.add("context_len", std::vector<int64_t>{1, 2, 3, 4});
     t.add("resampled", std::vector<int64_t>{1, 1, 0, 0});
-    events[r.run_id] = t;
-    in.runs.push_back(r);
+    out->events[r.run_id] = t;
+    out->in.runs.push_back(r);
   }
-  in.table = [&](const std::string& id, const std::string&) -> const zl::Table* { return &events.at(id); };
-  auto results = zl::evaluate_claims(specs, in);
+  StudyAsRuns* self = out.get();
+  out->in.table = [self](const std::string& id, const std::string&) -> const zl::Table* { return &self->events.at(id); };
+  return out;
+}
+
+TEST(Claims, ClaimsStudyCoversEveryClaimUnambiguously) {
+  const auto specs = zl::load_registry(registry_path());
+  auto study = study_as_runs("claims.ini", specs);
+  auto results = zl::evaluate_claims(specs, study->in);
   ASSERT_FALSE(results.empty());
   for (const auto& r : results) {
     EXPECT_EQ(r.note.rfind("missing", 0), std::string::npos) << r.spec->id << ": " << r.note;
     EXPECT_EQ(r.note.rfind("ambiguous", 0), std::string::npos) << r.spec->id << ": " << r.note;
     EXPECT_GE(r.seeds, 3) << r.spec->id << ": " << r.note;
   }
+}
+
+// baselines.ini runs every known method the registry names, with the
+// controls of their claims: each known row gets exactly one run per seed.
+TEST(Claims, BaselinesStudyGivesEveryKnownMethodItsRuns) {
+  const auto specs = zl::load_registry(registry_path());
+  auto study = study_as_runs("baselines.ini", specs);
+  auto results = zl::evaluate_claims(specs, study->in);
+  EXPECT_TRUE(zl::known_without_runs(specs, results).empty())
+      << "first: " << zl::known_without_runs(specs, results).front();
+  int known = 0;
+  for (const auto& r : results) {
+    if (!zl::is_known_row(r)) continue;
+    ++known;
+    EXPECT_EQ(r.note.rfind("ambiguous", 0), std::string::npos) << r.spec->id << ": " << r.note;
+    EXPECT_GE(r.seeds, 3) << r.spec->id << ": " << r.note;
+  }
+  EXPECT_EQ(known, std::count_if(specs.begin(), specs.end(), [](const ClaimSpec& s) { return !s.known_method.empty(); }));
 }
 
 TEST(Claims, ArgminFindsTheBestSettingPerSeed) {

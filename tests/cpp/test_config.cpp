@@ -3,7 +3,7 @@
 #include <set>
 
 #include "sim/config.h"
-#include "sim/study_file.h"
+#include "sim/study/study_file.h"
 
 namespace zl {
 namespace {

@@ -9,8 +9,8 @@
 #include "models/sampling.h"
 #include "models/transformer.h"
 #include "sim/config.h"
-#include "sim/contrastive_stage.h"
 #include "sim/decoder.h"
+#include "sim/stages/contrastive_stage.h"
 
 namespace zl {
 namespace {

@@ -14,7 +14,7 @@
 #include "datasets/tokenizer.h"
 #include "models/factory.h"
 #include "sim/checkpoint.h"
-#include "sim/offline_table_file.h"
+#include "sim/stages/offline_table_file.h"
 #include "tests/cpp/temp_dir.h"
 
 namespace zl {

@@ -10,7 +10,7 @@
 #include "models/logits_gate.h"
 #include "models/transformer.h"
 #include "sim/config.h"
-#include "sim/fused_stage.h"
+#include "sim/stages/fused_stage.h"
 
 namespace zl {
 namespace {

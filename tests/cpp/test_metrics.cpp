@@ -2,10 +2,10 @@
 
 #include <cmath>
 
+#include "sim/claims/stats.h"
 #include "sim/config.h"
 #include "sim/cost.h"
 #include "sim/metrics.h"
-#include "sim/stats.h"
 #include "sim/trainer.h"
 
 namespace zl {

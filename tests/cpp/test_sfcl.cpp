@@ -14,8 +14,8 @@
 #include "models/factory.h"
 #include "models/offline_table.h"
 #include "sim/config.h"
-#include "sim/oet_stage.h"
-#include "sim/offline_table_file.h"
+#include "sim/stages/oet_stage.h"
+#include "sim/stages/offline_table_file.h"
 #include "tests/cpp/temp_dir.h"
 
 namespace zl {

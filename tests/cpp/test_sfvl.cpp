@@ -8,9 +8,9 @@
 #include "models/transformer.h"
 #include "models/verifier.h"
 #include "sim/decoder.h"
-#include "sim/resample_log.h"
-#include "sim/verifier_training.h"
-#include "sim/verify_hook.h"
+#include "sim/stages/resample_log.h"
+#include "sim/stages/verifier_training.h"
+#include "sim/stages/verify_hook.h"
 
 namespace zl {
 namespace {

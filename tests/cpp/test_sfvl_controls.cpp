@@ -12,13 +12,13 @@
 #include "datasets/tokenizer.h"
 #include "models/sampling.h"
 #include "models/transformer.h"
-#include "sim/best_of_n_stage.h"
-#include "sim/checker_oracle.h"
 #include "sim/config.h"
 #include "sim/decoder.h"
-#include "sim/resample_log.h"
-#include "sim/sfvl_stage.h"
-#include "sim/verify_hook.h"
+#include "sim/stages/best_of_n_stage.h"
+#include "sim/stages/checker_oracle.h"
+#include "sim/stages/resample_log.h"
+#include "sim/stages/sfvl_stage.h"
+#include "sim/stages/verify_hook.h"
 
 namespace zl {
 namespace {

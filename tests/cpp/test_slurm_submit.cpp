@@ -1,4 +1,4 @@
-// `zerolayer submit`'s job scripts (sim/slurm_submit.h): the text --dry-run
+// `zerolayer submit`'s job scripts (sim/study/slurm_submit.h): the text --dry-run
 // prints, what a task's shell hands to zerolayer, and the refusals. The real
 // SLURM round trip is tests/python/test_slurm.py.
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 #include <functional>
 
 #include "sim/config.h"
-#include "sim/slurm_submit.h"
+#include "sim/study/slurm_submit.h"
 #include "tests/cpp/temp_dir.h"
 
 namespace zl {

@@ -7,7 +7,7 @@
 
 #include "models/sampling.h"
 #include "models/transformer.h"
-#include "sim/speculative.h"
+#include "sim/stages/speculative.h"
 
 namespace zl {
 namespace {

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "sim/claims.h"
-#include "sim/claims_calibration.h"
-#include "sim/stats.h"
+#include "sim/claims/claims.h"
+#include "sim/claims/claims_calibration.h"
+#include "sim/claims/stats.h"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "sim/claims.h"
+#include "sim/claims/claims.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -31,7 +31,7 @@
 #include <typeinfo>
 #include <vector>
 
-#include "sim/claims.h"
+#include "sim/claims/claims.h"
 #include "sim/h5.h"
 #include "sim/results.h"
 

@@ -1,4 +1,4 @@
-"""Issue 12: paired timing (decode.timing = paired, sim/paired_timing.h). A
+"""Issue 12: paired timing (decode.timing = paired, sim/study/paired_timing.h). A
 seed's arms are timed together after every run, pass by pass in an order
 drawn afresh each round; the passes decode exactly what a run's own timed passes decode, and a
 study stopped while timing times that seed again when restarted."""

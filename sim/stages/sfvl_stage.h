@@ -1,0 +1,27 @@
+// Variant sfvl (SPEC §1, seed 002 §2.1-2.2) in a run: the verifier is trained
+// after the language model (which sfvl shares with baseline), decoding goes
+// through the re-sampling hook, and the event log becomes the re-sampling
+// metrics, overall, by context length and out of distribution.
+//
+// The same stage serves two of sfvl's controls (issue 13 §7), which decode
+// the baseline's checkpoint and prompts with sfvl's budget (verify.drop,
+// temp_bump, max_retries) and report the same metrics: sfvl_oracle fires
+// where the exact checker finds a violation (sim/stages/checker_oracle.h), and
+// sfvl_random fires at every check with probability control.trigger_rate.
+// The third, sfvl_best_of_n, is sim/stages/best_of_n_stage.h.
+#pragma once
+#include <memory>
+
+#include "sim/stages/variant.h"
+#include "sim/stages/verify_hook.h"
+
+namespace zl {
+
+std::unique_ptr<VariantStage> make_sfvl_stage(const RunConfig& cfg);
+
+// sfvl_random's score: a uniform draw in [0,1) per window, whatever its
+// tokens. Behind a VerifyHook whose threshold is control.trigger_rate, each
+// check fires with that probability, independently.
+WindowScorer random_trigger(uint64_t seed);
+
+}  // namespace zl

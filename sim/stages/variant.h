@@ -1,0 +1,64 @@
+// What a variant adds to a run around the shared transformer (SPEC §1): side
+// models trained after the language model (sfvl's verifier, a speculative
+// draft, oet's offline table), its own decode loop or decode hook, its cost
+// per module, and its own metrics and tables. sim/study/run.cpp calls the stage at
+// each of these points; each variant's stage lives in its own file and is
+// named in make_variant_stage. The baseline is the stage that adds nothing.
+#pragma once
+#include <torch/torch.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/transformer.h"
+#include "sim/config.h"
+#include "sim/data.h"
+#include "sim/decoder.h"
+#include "sim/prompts.h"
+#include "sim/results.h"
+
+namespace zl {
+
+struct StageContext {
+  const RunConfig& cfg;
+  Transformer& model;        // trained (or loaded from its checkpoint)
+  const Dataset& data;
+  torch::Device device;
+  std::string checkpoint_dir;  // the LM's checkpoint: side models are cached beside it
+  Transformer* judge = nullptr;  // the independent judge (sim/judge.h); null when judge.enabled is off
+};
+
+class VariantStage {
+ public:
+  virtual ~VariantStage() = default;
+
+  // After the language model is trained: train or load what the variant adds.
+  // Figures of that work (a verifier's AUROC, a table's bytes) go into r.
+  virtual void prepare(const StageContext& ctx, RunRecord& r) {}
+
+  // One decode pass over the prompts. `logged` is the quality pass, whose
+  // events the stage keeps for finish(); timed passes do the same work.
+  virtual DecodeOutput decode(const StageContext& ctx, const std::vector<std::vector<int32_t>>& prompts,
+                              const DecodeOptions& opt, at::Generator& gen, bool logged) {
+    return zl::decode(ctx.model, prompts, opt, gen);
+  }
+
+  // After the timed passes (decode with logged = false), which run in the
+  // run's process or later beside the other arms of its seed: the variant's
+  // figures of them, such as the share of decode time its own part took.
+  virtual void add_timing(const StageContext& ctx, RunRecord& r) {}
+
+  // Analytic forward FLOPs per generated token of what the variant adds
+  // (SPEC §2 modules: verifier, gate, correction, lookup).
+  virtual void add_flops(const StageContext& ctx, int64_t context, std::map<std::string, double>& per_module) {}
+
+  // After every pass: the variant's metrics and tables, from the quality
+  // pass (`quality`, with the prompts it answered) and its own logs.
+  virtual void finish(const StageContext& ctx, const Prompts& prompts, const DecodeOutput& quality, RunRecord& r) {}
+};
+
+std::unique_ptr<VariantStage> make_variant_stage(const RunConfig& cfg);
+
+}  // namespace zl

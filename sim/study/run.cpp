@@ -1,0 +1,190 @@
+#include "sim/study/run.h"
+
+#include <sys/resource.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "datasets/contracts_checker.h"
+#include "models/factory.h"
+#include "sim/cost.h"
+#include "sim/data.h"
+#include "sim/decoder.h"
+#include "sim/judge.h"
+#include "sim/metrics.h"
+#include "sim/model_options.h"
+#include "sim/prompts.h"
+#include "sim/provenance.h"
+#include "sim/runtime.h"
+#include "sim/stages/variant.h"
+#include "sim/trainer.h"
+
+namespace zl {
+namespace {
+
+std::vector<int32_t> to_vector(const torch::Tensor& t) {
+  auto c = t.contiguous();
+  return std::vector<int32_t>(c.data_ptr<int32_t>(), c.data_ptr<int32_t>() + c.numel());
+}
+
+int64_t peak_rss_bytes() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<int64_t>(u.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+}  // namespace
+
+RunRecord failed_run(const RunConfig& cfg, const std::string& error) {
+  RunRecord r;
+  r.run_id = run_id(cfg);
+  r.train_id = train_id(cfg);
+  r.variant = cfg.variant;
+  r.seed = cfg.seed;
+  r.status = "failed";
+  r.error = error;
+  r.config_ini = to_ini(cfg);
+  r.started_utc = r.finished_utc = utc_now();
+  return r;
+}
+
+std::unique_ptr<OpenRun> open_run(const RunConfig& cfg, RunRecord& r, bool with_judge) {
+  configure_runtime(cfg.train.threads);
+  const torch::Device device = resolve_device(cfg.train.device);
+  auto run = std::make_unique<OpenRun>();
+  run->cfg = cfg;
+
+  // config → data
+  run->data = prepare_data(cfg);
+  const Dataset& ds = run->data;
+  ModelConfig mc = model_config(cfg, ds.tokenizer->vocab_size());
+
+  // data → model → trainer
+  torch::manual_seed(static_cast<uint64_t>(cfg.seed));
+  run->stage = make_variant_stage(cfg);  // an unknown variant fails before training
+  run->model = make_model(cfg.variant, mc);
+  if (with_judge && cfg.judge.enabled) check_judge_size(cfg, mc.vocab, run->model->parameter_count());
+  TrainOutcome trained = train_model(cfg, run->model, ds, device);
+  for (const auto& [name, curve] : trained.state.curves) r.curves[name] = curve;
+
+  auto& m = r.metrics;
+  m["params"] = static_cast<double>(run->model->parameter_count());
+  m["train_tok_s"] = trained.train_tok_s;
+  m["val_loss"] = trained.val_loss;
+  m["val_ppl"] = std::exp(trained.val_loss);
+  m["bpb"] = bits_per_byte(trained.val_loss, ds.val.tokens.numel(), ds.val.text_bytes);
+  m["unigram_loss"] = unigram_loss(to_vector(ds.train.tokens), to_vector(ds.val.tokens), mc.vocab);
+
+  // The variant's own models (verifier, draft, table), after the LM.
+  run->ctx = std::make_unique<StageContext>(StageContext{run->cfg, run->model, run->data, device, checkpoint_path(cfg)});
+  run->stage->prepare(*run->ctx, r);
+
+  // The independent judge, shared by every run on this corpus and tokenizer.
+  if (with_judge && cfg.judge.enabled) {
+    run->judge = load_or_train_judge(cfg, ds, device);
+    run->ctx->judge = &run->judge.model;
+    m["judge_params"] = static_cast<double>(run->judge.params);
+    m["judge_val_loss"] = run->judge.val_loss;
+    m["judge_reused"] = run->judge.reused ? 1 : 0;
+  }
+  run->prompts = make_prompts(cfg, ds);
+  run->opt = decode_options(cfg.decode, ds.tokenizer->eos_id());
+  return run;
+}
+
+void timed_pass(OpenRun& run, int64_t repeat, PassTimings& timings) {
+  at::Generator gen = make_generator(sampling_seed(run.cfg, 104729) + repeat);
+  timings.add(repeat, run.stage->decode(*run.ctx, run.prompts.tokens, run.opt, gen, /*logged=*/false));
+}
+
+RunRecord execute_run(const RunConfig& cfg) {
+  RunRecord r = failed_run(cfg, "");
+  r.started_utc = utc_now();
+  auto run = open_run(cfg, r, /*with_judge=*/true);
+  const StageContext& ctx = *run->ctx;
+  const Dataset& ds = run->data;
+  const ModelConfig& mc = run->model->cfg;
+  const Prompts& prompts = run->prompts;
+  auto& m = r.metrics;
+
+  // trainer → decoder: one pass for quality (the run's own sampling seed),
+  // then the timed passes, here or beside the other arms of the seed.
+  at::Generator gen = make_generator(sampling_seed(cfg, 7919) + 17);
+  DecodeOutput quality = run->stage->decode(ctx, prompts.tokens, run->opt, gen, /*logged=*/true);
+  // Which step decoded: asked for the fast one, a variant it cannot serve falls back, and says so.
+  m["decode_fast_step"] = quality.fast_step ? 1 : 0;
+  if (run->opt.fast_step && !quality.fast_step && cfg.output.verbosity > 0)
+    std::fprintf(stderr, "note: decode.step = fast, but variant %s decodes on the reference step: %s\n",
+                 cfg.variant.c_str(), quality.step_note.empty() ? "its stage has no fast step yet" : quality.step_note.c_str());
+  if (cfg.decode.timing == "run") {
+    PassTimings timings;
+    for (int64_t rep = 0; rep < cfg.decode.repeats; ++rep) timed_pass(*run, rep, timings);
+    timings.write(r);
+    run->stage->add_timing(ctx, r);
+    m["decode_timing_arms"] = 1;
+  }
+  m["kv_bytes_per_token"] = static_cast<double>(quality.kv_bytes_per_token);
+
+  // decoder → metrics: the checker judges each continuation (contracts only).
+  Table items;
+  std::vector<int64_t> item_id, violations, gen_tokens;
+  std::vector<std::string> kinds, prompt_text, continuation;
+  int64_t violating = 0;
+  for (size_t i = 0; i < prompts.text.size(); ++i) {
+    std::string text = ds.tokenizer->decode(quality.continuations[i]);
+    std::string kind_list;
+    int64_t count = 0;
+    if (prompts.judged) {
+      for (const auto& v : check_contract(prompts.text[i], text)) {
+        kind_list += (kind_list.empty() ? "" : ",") + v.kind;
+        ++count;
+      }
+      violating += count > 0;
+    }
+    item_id.push_back(static_cast<int64_t>(i));
+    violations.push_back(count);
+    gen_tokens.push_back(static_cast<int64_t>(quality.continuations[i].size()));
+    kinds.push_back(kind_list);
+    prompt_text.push_back(prompts.text[i]);
+    continuation.push_back(text);
+  }
+  // judge_nll (SPEC §2): the continuations' mean NLL under the judge, per
+  // token over all items (an item's own mean is in eval/items).
+  std::vector<double> item_nll(prompts.tokens.size(), std::nan(""));
+  if (ctx.judge) {
+    item_nll = mean_nll(*ctx.judge, prompts.tokens, quality.continuations);
+    double nll = 0;
+    int64_t tokens = 0;
+    for (size_t i = 0; i < item_nll.size(); ++i)
+      if (std::isfinite(item_nll[i])) {
+        nll += item_nll[i] * quality.continuations[i].size();
+        tokens += quality.continuations[i].size();
+      }
+    m["judge_nll"] = tokens > 0 ? nll / tokens : std::nan("");
+  }
+  items.add("item", item_id);
+  items.add("violations", violations);
+  items.add("judge_nll", item_nll);
+  items.add("violation_kinds", kinds);
+  items.add("tokens", gen_tokens);
+  items.add("prompt", prompt_text);
+  items.add("continuation", continuation);
+  r.tables["eval/items"] = items;
+  m["violation_rate"] = prompts.judged ? static_cast<double>(violating) / prompts.text.size() : std::nan("");
+  m["repetition_rate"] = repetition_rate(quality.continuations);
+
+  // Analytic cost, at the mean context a decoded token attends over.
+  const int64_t mean_context = std::min<int64_t>(mc.context, mc.context - cfg.decode.max_new_tokens / 2);
+  auto flops = flops_per_token(mc, mean_context);
+  run->stage->add_flops(ctx, mean_context, flops);
+  m["flops_per_token"] = total_flops(flops);
+  for (const auto& [module, f] : flops) m["flops_" + module] = f;
+  run->stage->finish(ctx, prompts, quality, r);
+  m["peak_rss_bytes"] = static_cast<double>(peak_rss_bytes());
+
+  r.status = "complete";
+  r.finished_utc = utc_now();
+  return r;
+}
+
+}  // namespace zl

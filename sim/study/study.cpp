@@ -1,0 +1,236 @@
+#include "sim/study/study.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <set>
+
+#include <c10/util/Exception.h>
+
+#include "datasets/atomic_file.h"
+#include "sim/claims/claims.h"
+#include "sim/claims/stats.h"
+#include "sim/provenance.h"
+#include "sim/results.h"
+#include "sim/runtime.h"
+#include "sim/study/file_lock.h"
+#include "sim/study/paired_timing.h"
+#include "sim/study/progress.h"
+#include "sim/study/run.h"
+#include "sim/study/stop.h"
+
+namespace zl {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string shard_path(const RunConfig& cfg) {
+  return (fs::path(cfg.output.dir) / "runs" / (run_id(cfg) + ".h5")).string();
+}
+
+std::string run_lock_path(const RunConfig& cfg) {
+  return (fs::path(cfg.output.dir) / "locks" / (run_id(cfg) + ".lock")).string();
+}
+
+// "complete", "failed", "missing", or "corrupt: <why>".
+std::string shard_status(const std::string& path) {
+  if (!fs::exists(path)) return "missing";
+  try {
+    auto rows = read_index(path);
+    if (rows.size() != 1) return "corrupt: expected one index row";
+    return rows[0].strings.at("status");
+  } catch (const std::exception& e) {
+    return std::string("corrupt: ") + e.what();
+  }
+}
+
+// The keys the grid sweeps, other than the seed: they name a row of the summary.
+std::vector<std::string> setting_keys(const Study& s) {
+  std::vector<std::string> keys;
+  for (const auto& axis : s.axes)
+    for (const auto& k : axis.keys)
+      if (k != "seed" && k != "variant") keys.push_back(k);
+  return keys;
+}
+
+std::string describe(const RunConfig& c, const std::vector<std::string>& keys) {
+  std::string d = c.variant + " seed=" + std::to_string(c.seed);
+  for (const auto& k : keys) d += " " + k + "=" + find_key(k)->get(c);
+  return d;
+}
+
+}  // namespace
+
+int run_study(const Study& study, const StudyOptions& opt) {
+  // Dedupe: two grid points can resolve to one run (another variant's key swept).
+  std::vector<RunConfig> runs;
+  std::set<std::string> seen;
+  for (auto& c : study.expand())
+    if (seen.insert(run_id(c)).second) runs.push_back(c);
+  std::vector<RunConfig> mine;
+  for (size_t i = 0; i < runs.size(); ++i)
+    if (static_cast<int>(i % opt.shard_count) == opt.shard_index) mine.push_back(runs[i]);
+  const auto keys = setting_keys(study);
+  const std::string dir = study.base.output.dir;
+  fs::create_directories(fs::path(dir) / "runs");
+
+  if (opt.dry_run) {
+    for (const auto& c : mine)
+      std::printf("%s  %-9s %s\n", run_id(c).c_str(), shard_status(shard_path(c)).c_str(), describe(c, keys).c_str());
+    std::printf("%zu runs in this slice (%zu in the study)\n", mine.size(), runs.size());
+    return 0;
+  }
+
+  // Two processes on one folder (two `ablate`s, shards that overlap) share
+  // the work: a run is claimed by a lock (output.dir/locks/<run_id>.lock)
+  // before it starts; a run another process holds is left to it and waited
+  // for at the end. A lock whose holder died is free again (sim/study/file_lock.h),
+  // so a run it left unfinished is run here then.
+  int failures = 0;
+  const bool verbose = study.base.output.verbosity > 0;
+  if (int n = remove_stale_temporaries(dir); n > 0 && verbose)
+    std::fprintf(stderr, "removed %d temporary file(s) that killed processes left under %s\n", n, dir.c_str());
+  Progress progress("study " + study.name, static_cast<int64_t>(mine.size()), verbose);
+  auto run_one = [&](size_t i) {
+    const RunConfig& c = mine[i];
+    const std::string path = shard_path(c);
+    const std::string status = shard_status(path);
+    if (status == "complete") return;
+    if (status.rfind("corrupt", 0) == 0) {
+      // Set aside, not deleted: whatever damaged it, the file is evidence.
+      const std::string aside = path + ".corrupt";
+      fs::rename(path, aside);
+      std::fprintf(stderr, "%s: %s; set aside as %s, running the run again\n", path.c_str(), status.c_str(),
+                   aside.c_str());
+    }
+    progress.finish();
+    if (verbose) std::fprintf(stderr, "[%zu/%zu] %s %s\n", i + 1, mine.size(), run_id(c).c_str(), describe(c, keys).c_str());
+    RunRecord record;
+    try {
+      record = execute_run(c);
+    } catch (const StopRequested&) {
+      throw;  // not a failure of the run: no shard, and the study stops (below)
+    } catch (const c10::Error& e) {
+      record = failed_run(c, e.what_without_backtrace());
+      std::fprintf(stderr, "run %s failed: %s\n", record.run_id.c_str(), record.error.c_str());
+    } catch (const std::exception& e) {
+      record = failed_run(c, e.what());
+      std::fprintf(stderr, "run %s failed: %s\n", record.run_id.c_str(), e.what());
+    }
+    for (const auto& k : keys)
+      if (relevant_key(k, c.variant)) record.setting += (record.setting.empty() ? "" : " ") + k + "=" + find_key(k)->get(c);
+    if (record.status != "complete") ++failures;
+    write_shard(path, collect_provenance(opt.command_line, c.train.threads > 0 ? c.train.threads : hardware_threads()),
+                record);
+  };
+  auto run_all = [&]() {
+    std::vector<size_t> elsewhere;  // runs another process holds
+    for (size_t i = 0; i < mine.size(); ++i) {
+      throw_if_stop_requested("before run " + run_id(mine[i]));
+      if (shard_status(shard_path(mine[i])) == "complete") continue;
+      FileLock claim(run_lock_path(mine[i]));
+      if (!claim.try_lock()) {
+        elsewhere.push_back(i);
+        continue;
+      }
+      run_one(i);  // re-reads the status: the holder before us may have just finished it
+      progress.update(static_cast<int64_t>(i + 1));
+    }
+    for (size_t i : elsewhere) {
+      FileLock claim(run_lock_path(mine[i]));
+      if (!claim.try_lock()) {
+        progress.finish();
+        if (verbose)
+          std::fprintf(stderr, "waiting for run %s, held by %s (%s)\n", run_id(mine[i]).c_str(),
+                       claim.holder().c_str(), claim.path().c_str());
+        claim.lock([&] { throw_if_stop_requested("while waiting for run " + run_id(mine[i])); });
+      }
+      throw_if_stop_requested("before run " + run_id(mine[i]));
+      run_one(i);  // nothing to do if its holder completed it
+    }
+  };
+  // Paired timing (sim/study/paired_timing.h) needs every arm of a seed on one
+  // machine: an unsharded study times them after its runs; slices leave it
+  // to the unsharded `ablate` that joins them (the SLURM merge job runs that).
+  auto complete_runs = [&] {
+    std::vector<TimedRun> complete;
+    for (const auto& c : mine)
+      if (shard_status(shard_path(c)) == "complete") complete.push_back({c, shard_path(c)});
+    return complete;
+  };
+  try {
+    run_all();
+    if (opt.shard_count == 1) time_paired(complete_runs(), (fs::path(dir) / "locks").string(), verbose);
+  } catch (const StopRequested& e) {
+    progress.finish();
+    std::fprintf(stderr,
+                 "stopped by %s. Complete runs are kept; run the same command again to resume (training resumes "
+                 "from its last checkpoint).\n",
+                 e.what());
+    return 128 + stop_signal();
+  }
+  progress.finish();
+  if (opt.shard_count == 1) {
+    const std::string results = (fs::path(dir) / "results.h5").string();
+    merge_shards(dir, results, collect_provenance(opt.command_line, hardware_threads()));
+    if (verbose) print_summary(results);
+    std::printf("results: %s\n", results.c_str());
+  } else {
+    int waiting = 0;
+    for (const auto& t : complete_runs()) waiting += awaits_paired_timing(t);
+    if (waiting > 0)
+      std::printf("slice %d/%d done; %d run(s) await paired timing (decode.timing = paired): once every slice is "
+                  "done, the same `zerolayer ablate` without --shard times them and joins the slices\n",
+                  opt.shard_index, opt.shard_count, waiting);
+    else
+      std::printf("slice %d/%d done; join the slices with: zerolayer merge %s\n", opt.shard_index, opt.shard_count,
+                  dir.c_str());
+  }
+  if (failures) std::fprintf(stderr, "%d run(s) failed; their errors are in the results index\n", failures);
+  return failures ? 1 : 0;
+}
+
+void print_summary(const std::string& results_file) {
+  auto rows = read_index(results_file);
+  const std::vector<std::pair<std::string, const char*>> headline = {
+      {"val_loss", "%.3f"},       {"bpb", "%.3f"},          {"violation_rate", "%.3f"}, {"repetition_rate", "%.3f"},
+      {"train_tok_s", "%.0f"},    {"decode_tok_s", "%.0f"}, {"ttft_ms_p50", "%.2f"}};
+  // A row of the table: every run whose config matches but for the seed
+  // (the variant and the keys that vary between its runs, read from each
+  // run's stored config, so a temperature sweep gives one row per temperature).
+  const auto labels = setting_labels(load_claims_input(results_file).runs);
+  std::map<std::string, std::vector<const IndexRow*>> groups;
+  for (const auto& r : rows) {
+    auto it = labels.find(r.strings.at("run_id"));
+    std::string key = it != labels.end() ? it->second : r.strings.at("variant");
+    if (r.strings.at("status") != "complete") key += " (failed)";
+    groups[key].push_back(&r);
+  }
+  std::printf("\n%-28s %5s", "setting", "seeds");
+  for (const auto& [m, f] : headline) std::printf(" %24s", m.c_str());
+  std::printf("\n");
+  for (const auto& [key, members] : groups) {
+    std::printf("%-28s %5zu", key.c_str(), members.size());
+    for (const auto& [metric, fmt] : headline) {
+      std::vector<double> v;
+      for (const auto* r : members) {
+        auto it = r->numbers.find(metric);
+        if (it != r->numbers.end()) v.push_back(it->second);
+      }
+      Interval ci = bootstrap_mean(v);
+      char cell[96], m[32], lo[32], hi[32];
+      std::snprintf(m, sizeof m, fmt, ci.mean);
+      std::snprintf(lo, sizeof lo, fmt, ci.lo);
+      std::snprintf(hi, sizeof hi, fmt, ci.hi);
+      if (ci.n == 0) std::snprintf(cell, sizeof cell, "-");
+      else if (ci.n == 1) std::snprintf(cell, sizeof cell, "%s", m);
+      else std::snprintf(cell, sizeof cell, "%s [%s, %s]", m, lo, hi);
+      std::printf(" %24s", cell);
+    }
+    std::printf("\n");
+  }
+  std::printf("(mean [95%% bootstrap CI] over seeds)\n");
+}
+
+}  // namespace zl
