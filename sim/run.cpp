@@ -147,7 +147,8 @@ RunRecord execute_run(const RunConfig& cfg) {
   // +0.09] by median pass).
   m["decode_tok_s"] = percentile(pass_tok_s, 50);
   add_timing_metrics(r, timings);
-  m["kv_bytes_per_token"] = static_cast<double>(quality.kv_bytes_per_token);
+  m["kv_bytes_per_token"] = quality.kv_bytes_per_token;
+  if (quality.kv_bytes_peak > 0) m["kv_bytes_peak"] = static_cast<double>(quality.kv_bytes_peak);
   requests.add("repeat", req_repeat);
   requests.add("item", req_item);
   requests.add("tokens", req_tokens);
