@@ -157,8 +157,11 @@ class BestOfNStage : public VariantStage {
     auto& m = r.metrics;
     const double kept = static_cast<double>(quality.kept_tokens);
     m["checks_per_token"] = kept > 0 ? quality_.checks / kept : NAN;
-    m["verifier_time_share"] = decode_seconds_ > 0 ? score_seconds_ / decode_seconds_ : NAN;
     m["verifier_flops_share"] = m["flops_verifier"] / m["flops_per_token"];
+  }
+
+  void add_timing(const StageContext& ctx, RunRecord& r) override {
+    r.metrics["verifier_time_share"] = decode_seconds_ > 0 ? score_seconds_ / decode_seconds_ : NAN;
   }
 
  private:

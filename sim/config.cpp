@@ -193,7 +193,11 @@ std::vector<KeySpec> build_registry() {
   k.push_back(str_key("decode.step", &R::decode, &DecodeConfig::step, E,
                       "fast (hand-written CPU decode step where the model allows) | reference (LibTorch modules)",
                       one_of({"fast", "reference"})));
-  k.push_back(int_key("decode.repeats", &R::decode, &DecodeConfig::repeats, E, "timing repeats after warm-up", at_least(1)));
+  k.push_back(int_key("decode.repeats", &R::decode, &DecodeConfig::repeats, E, "timed passes after warm-up", at_least(1)));
+  k.push_back(str_key("decode.timing", &R::decode, &DecodeConfig::timing, E,
+                      "paired (after every run, interleaved with the other arms of the seed) | run (in the run's "
+                      "process, after its quality pass)",
+                      one_of({"paired", "run"})));
   k.push_back(int_key("decode.seed", &R::decode, &DecodeConfig::seed, E,
                       "sampling streams (0 = from the run's seed; another value samples anew from the same model)",
                       at_least(0)));

@@ -51,7 +51,12 @@ struct DecodeConfig {
   double top_p = 1.0;                   // 1 = off
   int64_t batch = 8;                    // sequences decoded together
   int64_t prompts = 32;                 // contract prompts judged for violation_rate
-  int64_t repeats = 3;                  // timing repeats (after one warm-up pass)
+  int64_t repeats = 3;                  // timed passes (after one warm-up pass)
+  // Where the timed passes run. paired: after every run of the study, the
+  // arms of one seed in one process, pass by pass in rotating order
+  // (sim/paired_timing.h), so that the arms a claim compares meet the same
+  // machine load; run: in each run's own process, after its quality pass.
+  std::string timing = "paired";
   int64_t seed = 0;                     // sampling streams: 0 = the run's seed alone; another value draws other
                                         // samples from the same model (an A/A arm)
   std::string step = "fast";            // fast (hand-written CPU step where possible) | reference (LibTorch modules)

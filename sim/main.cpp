@@ -2,6 +2,7 @@
 #include <boost/program_options.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -187,6 +188,15 @@ int cmd_merge(int argc, char** argv, const std::string& command_line) {
   size_t n = merge_shards(dir, out, collect_provenance(command_line, hardware_threads()));
   print_summary(out);
   std::printf("merged %zu runs into %s\n", n, out.c_str());
+  int untimed = 0;
+  for (const auto& row : read_index(out)) {
+    auto it = row.numbers.find("decode_tok_s");
+    untimed += row.strings.at("status") == "complete" && (it == row.numbers.end() || !std::isfinite(it->second));
+  }
+  if (untimed > 0)
+    std::fprintf(stderr, "note: %d complete run(s) have no timing yet (decode.timing = paired times a seed's arms "
+                 "together): run the study's `zerolayer ablate` without --shard to time them and merge again\n",
+                 untimed);
   return 0;
 }
 

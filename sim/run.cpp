@@ -33,21 +33,6 @@ int64_t peak_rss_bytes() {
   return static_cast<int64_t>(u.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
-void add_timing_metrics(RunRecord& r, const std::vector<RequestTiming>& timings) {
-  std::vector<double> ttft, tpot, itl;
-  for (const auto& t : timings) {
-    ttft.push_back(t.ttft_ms);
-    if (t.tokens > 1) tpot.push_back(t.tpot_ms);
-    itl.insert(itl.end(), t.itl_ms.begin(), t.itl_ms.end());
-  }
-  for (auto [name, v] : {std::pair{"ttft_ms", &ttft}, std::pair{"tpot_ms", &tpot}, std::pair{"itl_ms", &itl}}) {
-    r.metrics[std::string(name) + "_p50"] = percentile(*v, 50);
-    r.metrics[std::string(name) + "_p90"] = percentile(*v, 90);
-    r.metrics[std::string(name) + "_p99"] = percentile(*v, 99);
-    r.metrics[std::string(name) + "_mean"] = mean(*v);
-  }
-}
-
 }  // namespace
 
 RunRecord failed_run(const RunConfig& cfg, const std::string& error) {
@@ -63,26 +48,27 @@ RunRecord failed_run(const RunConfig& cfg, const std::string& error) {
   return r;
 }
 
-RunRecord execute_run(const RunConfig& cfg) {
-  RunRecord r = failed_run(cfg, "");
-  r.started_utc = utc_now();
+std::unique_ptr<OpenRun> open_run(const RunConfig& cfg, RunRecord& r, bool with_judge) {
   configure_runtime(cfg.train.threads);
   const torch::Device device = resolve_device(cfg.train.device);
+  auto run = std::make_unique<OpenRun>();
+  run->cfg = cfg;
 
   // config → data
-  Dataset ds = prepare_data(cfg);
+  run->data = prepare_data(cfg);
+  const Dataset& ds = run->data;
   ModelConfig mc = model_config(cfg, ds.tokenizer->vocab_size());
 
   // data → model → trainer
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
-  auto stage = make_variant_stage(cfg);  // an unknown variant fails before training
-  Transformer model = make_model(cfg.variant, mc);
-  if (cfg.judge.enabled) check_judge_size(cfg, mc.vocab, model->parameter_count());
-  TrainOutcome trained = train_model(cfg, model, ds, device);
+  run->stage = make_variant_stage(cfg);  // an unknown variant fails before training
+  run->model = make_model(cfg.variant, mc);
+  if (with_judge && cfg.judge.enabled) check_judge_size(cfg, mc.vocab, run->model->parameter_count());
+  TrainOutcome trained = train_model(cfg, run->model, ds, device);
   for (const auto& [name, curve] : trained.state.curves) r.curves[name] = curve;
 
   auto& m = r.metrics;
-  m["params"] = static_cast<double>(model->parameter_count());
+  m["params"] = static_cast<double>(run->model->parameter_count());
   m["train_tok_s"] = trained.train_tok_s;
   m["val_loss"] = trained.val_loss;
   m["val_ppl"] = std::exp(trained.val_loss);
@@ -90,76 +76,55 @@ RunRecord execute_run(const RunConfig& cfg) {
   m["unigram_loss"] = unigram_loss(to_vector(ds.train.tokens), to_vector(ds.val.tokens), mc.vocab);
 
   // The variant's own models (verifier, draft, table), after the LM.
-  StageContext ctx{cfg, model, ds, device, checkpoint_path(cfg)};
-  stage->prepare(ctx, r);
+  run->ctx = std::make_unique<StageContext>(StageContext{run->cfg, run->model, run->data, device, checkpoint_path(cfg)});
+  run->stage->prepare(*run->ctx, r);
 
   // The independent judge, shared by every run on this corpus and tokenizer.
-  Judge judge;
-  if (cfg.judge.enabled) {
-    judge = load_or_train_judge(cfg, ds, device);
-    ctx.judge = &judge.model;
-    m["judge_params"] = static_cast<double>(judge.params);
-    m["judge_val_loss"] = judge.val_loss;
-    m["judge_reused"] = judge.reused ? 1 : 0;
+  if (with_judge && cfg.judge.enabled) {
+    run->judge = load_or_train_judge(cfg, ds, device);
+    run->ctx->judge = &run->judge.model;
+    m["judge_params"] = static_cast<double>(run->judge.params);
+    m["judge_val_loss"] = run->judge.val_loss;
+    m["judge_reused"] = run->judge.reused ? 1 : 0;
   }
+  run->prompts = make_prompts(cfg, ds);
+  run->opt = decode_options(cfg.decode, ds.tokenizer->eos_id());
+  return run;
+}
+
+void timed_pass(OpenRun& run, int64_t repeat, PassTimings& timings) {
+  at::Generator gen = make_generator(sampling_seed(run.cfg, 104729) + repeat);
+  timings.add(repeat, run.stage->decode(*run.ctx, run.prompts.tokens, run.opt, gen, /*logged=*/false));
+}
+
+RunRecord execute_run(const RunConfig& cfg) {
+  RunRecord r = failed_run(cfg, "");
+  r.started_utc = utc_now();
+  auto run = open_run(cfg, r, /*with_judge=*/true);
+  const StageContext& ctx = *run->ctx;
+  const Dataset& ds = run->data;
+  const ModelConfig& mc = run->model->cfg;
+  const Prompts& prompts = run->prompts;
+  auto& m = r.metrics;
 
   // trainer → decoder: one pass for quality (the run's own sampling seed),
-  // then `repeats` timed passes.
-  Prompts prompts = make_prompts(cfg, ds);
-  DecodeOptions opt = decode_options(cfg.decode, ds.tokenizer->eos_id());
+  // then the timed passes, here or beside the other arms of the seed.
   at::Generator gen = make_generator(sampling_seed(cfg, 7919) + 17);
-  DecodeOutput quality = stage->decode(ctx, prompts.tokens, opt, gen, /*logged=*/true);
+  DecodeOutput quality = run->stage->decode(ctx, prompts.tokens, run->opt, gen, /*logged=*/true);
   // Which step decoded: asked for the fast one, a variant it cannot serve falls back, and says so.
   m["decode_fast_step"] = quality.fast_step ? 1 : 0;
-  if (opt.fast_step && !quality.fast_step && cfg.output.verbosity > 0)
+  if (run->opt.fast_step && !quality.fast_step && cfg.output.verbosity > 0)
     std::fprintf(stderr, "note: decode.step = fast, but variant %s decodes on the reference step: %s\n",
                  cfg.variant.c_str(), quality.step_note.empty() ? "its stage has no fast step yet" : quality.step_note.c_str());
-
-  std::vector<RequestTiming> timings;
-  std::vector<double> pass_tok_s;
-  Table requests, itl;
-  std::vector<int64_t> req_repeat, req_item, req_tokens, itl_repeat, itl_item;
-  std::vector<double> req_ttft, req_tpot, req_e2e, itl_ms;
-  for (int64_t rep = 0; rep < cfg.decode.repeats; ++rep) {
-    at::Generator timing_gen = make_generator(sampling_seed(cfg, 104729) + rep);
-    DecodeOutput pass = stage->decode(ctx, prompts.tokens, opt, timing_gen, /*logged=*/false);
-    if (pass.seconds > 0) pass_tok_s.push_back(pass.kept_tokens / pass.seconds);
-    for (size_t i = 0; i < pass.timings.size(); ++i) {
-      const auto& t = pass.timings[i];
-      timings.push_back(t);
-      req_repeat.push_back(rep);
-      req_item.push_back(static_cast<int64_t>(i));
-      req_tokens.push_back(t.tokens);
-      req_ttft.push_back(t.ttft_ms);
-      req_tpot.push_back(t.tpot_ms);
-      req_e2e.push_back(t.e2e_ms);
-      for (double g : t.itl_ms) {
-        itl_repeat.push_back(rep);
-        itl_item.push_back(static_cast<int64_t>(i));
-        itl_ms.push_back(g);
-      }
-    }
+  if (cfg.decode.timing == "run") {
+    PassTimings timings;
+    for (int64_t rep = 0; rep < cfg.decode.repeats; ++rep) timed_pass(*run, rep, timings);
+    timings.write(r);
+    run->stage->add_timing(ctx, r);
+    m["decode_timing_arms"] = 1;
   }
-  // The median pass: in the claims study a process's first timed pass, or
-  // one that met other load, ran up to 4x slower than its neighbours, and
-  // the pooled rate carried that into a seed's figure (issue 12: the A/A
-  // throughput row of one run, +0.27 [-0.97, +1.51] pooled, +0.01 [-0.07,
-  // +0.09] by median pass).
-  m["decode_tok_s"] = percentile(pass_tok_s, 50);
-  add_timing_metrics(r, timings);
   m["kv_bytes_per_token"] = quality.kv_bytes_per_token;
   if (quality.kv_bytes_peak > 0) m["kv_bytes_peak"] = static_cast<double>(quality.kv_bytes_peak);
-  requests.add("repeat", req_repeat);
-  requests.add("item", req_item);
-  requests.add("tokens", req_tokens);
-  requests.add("ttft_ms", req_ttft);
-  requests.add("tpot_ms", req_tpot);
-  requests.add("e2e_ms", req_e2e);
-  itl.add("repeat", itl_repeat);
-  itl.add("item", itl_item);
-  itl.add("itl_ms", itl_ms);
-  r.tables["decode/requests"] = requests;
-  r.tables["decode/itl"] = itl;
 
   // decoder → metrics: the checker judges each continuation (contracts only).
   Table items;
@@ -212,10 +177,10 @@ RunRecord execute_run(const RunConfig& cfg) {
   // Analytic cost, at the mean context a decoded token attends over.
   const int64_t mean_context = std::min<int64_t>(mc.context, mc.context - cfg.decode.max_new_tokens / 2);
   auto flops = flops_per_token(mc, mean_context);
-  stage->add_flops(ctx, mean_context, flops);
+  run->stage->add_flops(ctx, mean_context, flops);
   m["flops_per_token"] = total_flops(flops);
   for (const auto& [module, f] : flops) m["flops_" + module] = f;
-  stage->finish(ctx, prompts, quality, r);
+  run->stage->finish(ctx, prompts, quality, r);
   m["peak_rss_bytes"] = static_cast<double>(peak_rss_bytes());
 
   r.status = "complete";

@@ -1,15 +1,47 @@
 // One run (SPEC §6): a resolved config carried through train, evaluate,
 // decode and measure, into a RunRecord for the results file.
 #pragma once
+#include <memory>
+
 #include "sim/config.h"
+#include "sim/data.h"
+#include "sim/decode_timing.h"
+#include "sim/judge.h"
+#include "sim/prompts.h"
 #include "sim/results.h"
+#include "sim/variant.h"
 
 namespace zl {
 
-// Executes the run; throws on failure (the study records the error).
+// Executes the run; throws on failure (the study records the error). With
+// decode.timing = paired the record has no timing metrics yet: the study
+// times the run beside the other arms of its seed (sim/paired_timing.h).
 RunRecord execute_run(const RunConfig& cfg);
 
 // A failed run's record: status "failed" and the error message.
 RunRecord failed_run(const RunConfig& cfg, const std::string& error);
+
+// A run ready to decode: its data, its trained model (trained here, or
+// loaded from its complete checkpoint), its variant's stage with the side
+// models prepared, its prompts and decode options. Not movable: `ctx` refers
+// to the members.
+struct OpenRun {
+  RunConfig cfg;
+  Dataset data;
+  Transformer model{nullptr};
+  std::unique_ptr<VariantStage> stage;
+  Judge judge;
+  Prompts prompts;
+  DecodeOptions opt;
+  std::unique_ptr<StageContext> ctx;
+};
+
+// Brings `cfg` to the point of decoding; the figures of training and of the
+// stage's preparation go into `r` (a scratch record when only timing).
+// `with_judge` loads (or trains) the independent judge when judge.enabled.
+std::unique_ptr<OpenRun> open_run(const RunConfig& cfg, RunRecord& r, bool with_judge);
+
+// The `repeat`-th timed pass of `run`, on its own sampling stream, into `timings`.
+void timed_pass(OpenRun& run, int64_t repeat, PassTimings& timings);
 
 }  // namespace zl

@@ -106,18 +106,17 @@ class SfvlStage : public VariantStage {
     t.add("resample_fix_rate", fix);
     r.tables["sfvl/by_context"] = t;
     r.tables["decode/events"] = event_table();
+    if (check_ == Check::Verifier) m["verifier_flops_share"] = m["flops_verifier"] / m["flops_per_token"];
+  }
 
-    // Cost: the verifier's measured share of decode time (timed passes only)
-    // against its analytic share of FLOPs. Each check goes with one model
-    // step (the token it checks), so the share per check is the share per
-    // kept token too, however often re-sampling repeats a position.
+  // Cost: the verifier's measured share of decode time (timed passes only),
+  // beside its analytic share of FLOPs. Each check goes with one model step
+  // (the token it checks), so the share per check is the share per kept
+  // token too, however often re-sampling repeats a position.
+  void add_timing(const StageContext& ctx, RunRecord& r) override {
     const double share = decode_seconds_ > 0 ? hook_seconds_ / decode_seconds_ : NAN;
-    if (check_ == Check::Verifier) {
-      m["verifier_time_share"] = share;
-      m["verifier_flops_share"] = m["flops_verifier"] / m["flops_per_token"];
-    } else {
-      m["check_time_share"] = share;  // the checker's or the coin's time: not a model's cost
-    }
+    // The controls' checker or coin is not a model's cost: another name.
+    r.metrics[check_ == Check::Verifier ? "verifier_time_share" : "check_time_share"] = share;
   }
 
  private:
@@ -156,25 +155,28 @@ class SfvlStage : public VariantStage {
   // judge's when there is one, and the run's own LM's. Comparing a dropped
   // span with its replacement in one context needs both scored by one model;
   // the self-judged figure is the model grading its own alternatives.
+  // Equivalence needs the verdict and the NLLs together, so the context and
+  // OOD passes' re-samples (no checker there) are not scored: they were five
+  // in six of the events, and scoring them under both models was most of an
+  // sfvl run's time (issue 12).
   void judge(const StageContext& ctx, const Prompts& prompts) {
+    if (!prompts.judged) return;
     const auto& tok = *ctx.data.tokenizer;
     std::vector<size_t> idx;
     std::vector<std::vector<int32_t>> prefixes, spans;
     for (size_t k = 0; k < events_.size(); ++k) {
       VerifyEvent& e = events_[k];
-      if (!e.resolved()) continue;
+      if (!e.resolved() || e.pass != "quality") continue;
       idx.push_back(k);
       prefixes.push_back(e.prefix);
       spans.push_back(e.before);
-      if (e.pass == "quality" && prompts.judged) {
-        auto text = [&](const std::vector<int32_t>& span) {
-          std::vector<int32_t> cont(e.prefix.begin() + e.prompt_len, e.prefix.end());
-          cont.insert(cont.end(), span.begin(), span.end());
-          return tok.decode(cont);
-        };
-        e.violation_before = check_contract(prompts.text[e.item], text(e.before)).size();
-        e.violation_after = check_contract(prompts.text[e.item], text(e.after)).size();
-      }
+      auto text = [&](const std::vector<int32_t>& span) {
+        std::vector<int32_t> cont(e.prefix.begin() + e.prompt_len, e.prefix.end());
+        cont.insert(cont.end(), span.begin(), span.end());
+        return tok.decode(cont);
+      };
+      e.violation_before = check_contract(prompts.text[e.item], text(e.before)).size();
+      e.violation_after = check_contract(prompts.text[e.item], text(e.after)).size();
     }
     std::vector<std::vector<int32_t>> replacements;
     for (size_t k : idx) replacements.push_back(events_[k].after);

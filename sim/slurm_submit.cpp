@@ -129,6 +129,10 @@ SlurmScripts slurm_scripts(const SubmitOptions& opt) {
   s.merge_path = (fs::path(s.dir) / "merge.sbatch").string();
   const std::string n = std::to_string(opt.shards);
 
+  std::string study_options = " \\\n  --output.dir " + shell_quote(opt.output_dir);
+  for (const auto& [key, value] : opt.overrides)
+    if (key != "output.dir") study_options += " \\\n  --" + key + " " + shell_quote(value);
+
   std::ostringstream a;
   a << "#!/bin/bash\n"
     << "# zerolayer submit: study " << opt.name << " (" << opt.runs << " runs) as " << n
@@ -141,11 +145,8 @@ SlurmScripts slurm_scripts(const SubmitOptions& opt) {
     << "#SBATCH --output=" << s.dir << "/task-%A_%a.log\n"
     << common_directives(opt)
     << "exec " << shell_quote(opt.executable) << " ablate " << shell_quote(opt.study)
-    << " --shard \"${SLURM_ARRAY_TASK_ID:?not an array task: submit this script with sbatch}/" << n << "\" \\\n"
-    << "  --output.dir " << shell_quote(opt.output_dir);
-  for (const auto& [key, value] : opt.overrides)
-    if (key != "output.dir") a << " \\\n  --" << key << " " << shell_quote(value);
-  a << "\n";
+    << " --shard \"${SLURM_ARRAY_TASK_ID:?not an array task: submit this script with sbatch}/" << n << "\""
+    << study_options << "\n";
   s.array_text = a.str();
 
   std::ostringstream m;
@@ -153,12 +154,14 @@ SlurmScripts slurm_scripts(const SubmitOptions& opt) {
     << "# zerolayer submit: joins the slices of study " << opt.name << " into " << opt.output_dir << "/results.h5.\n"
     << "# Submitted with --dependency=afterok:<array job>: it runs once every task has succeeded,\n"
     << "# and SLURM cancels it when one fails (--kill-on-invalid-dep), rather than leave it pending.\n"
+    << "# The unsharded ablate finds every run complete; it times the runs that await paired timing\n"
+    << "# (decode.timing = paired: each seed's arms interleaved on this one node), then merges.\n"
     << "#SBATCH --job-name=" << job_name(opt.name) << "-merge\n"
-    << "#SBATCH --cpus-per-task=1\n"
+    << "#SBATCH --cpus-per-task=" << opt.cpus_per_task << "\n"
     << "#SBATCH --kill-on-invalid-dep=yes\n"
     << "#SBATCH --output=" << s.dir << "/merge-%j.log\n"
     << common_directives(opt)
-    << "exec " << shell_quote(opt.executable) << " merge " << shell_quote(opt.output_dir) << "\n";
+    << "exec " << shell_quote(opt.executable) << " ablate " << shell_quote(opt.study) << study_options << "\n";
   s.merge_text = m.str();
   return s;
 }
@@ -182,10 +185,9 @@ SubmittedJobs submit_to_slurm(const SlurmScripts& s) {
   try {
     jobs.merge_id = sbatch({"--dependency=afterok:" + jobs.array_id, s.merge_path}, "merge job (" + s.merge_path + ")");
   } catch (const std::exception& e) {
-    const std::string dir = fs::path(s.dir).parent_path().string();
     throw std::runtime_error(std::string(e.what()) + "\narray job " + jobs.array_id +
-                             " is submitted: once it has finished, join its slices with `zerolayer merge " +
-                             shell_quote(dir) + "` (or scancel " + jobs.array_id + ")");
+                             " is submitted: once it has finished, time and join its slices by running the same study "
+                             "with `zerolayer ablate` and no --shard (or scancel " + jobs.array_id + ")");
   }
   return jobs;
 }

@@ -11,6 +11,7 @@
 #include "datasets/atomic_file.h"
 #include "sim/claims.h"
 #include "sim/file_lock.h"
+#include "sim/paired_timing.h"
 #include "sim/progress.h"
 #include "sim/provenance.h"
 #include "sim/results.h"
@@ -149,8 +150,18 @@ int run_study(const Study& study, const StudyOptions& opt) {
       run_one(i);  // nothing to do if its holder completed it
     }
   };
+  // Paired timing (sim/paired_timing.h) needs every arm of a seed on one
+  // machine: an unsharded study times them after its runs; slices leave it
+  // to the unsharded `ablate` that joins them (the SLURM merge job runs that).
+  auto complete_runs = [&] {
+    std::vector<TimedRun> complete;
+    for (const auto& c : mine)
+      if (shard_status(shard_path(c)) == "complete") complete.push_back({c, shard_path(c)});
+    return complete;
+  };
   try {
     run_all();
+    if (opt.shard_count == 1) time_paired(complete_runs(), (fs::path(dir) / "locks").string(), verbose);
   } catch (const StopRequested& e) {
     progress.finish();
     std::fprintf(stderr,
@@ -160,15 +171,21 @@ int run_study(const Study& study, const StudyOptions& opt) {
     return 128 + stop_signal();
   }
   progress.finish();
-
   if (opt.shard_count == 1) {
     const std::string results = (fs::path(dir) / "results.h5").string();
     merge_shards(dir, results, collect_provenance(opt.command_line, hardware_threads()));
     if (verbose) print_summary(results);
     std::printf("results: %s\n", results.c_str());
   } else {
-    std::printf("slice %d/%d done; join the slices with: zerolayer merge %s\n", opt.shard_index, opt.shard_count,
-                dir.c_str());
+    int waiting = 0;
+    for (const auto& t : complete_runs()) waiting += awaits_paired_timing(t);
+    if (waiting > 0)
+      std::printf("slice %d/%d done; %d run(s) await paired timing (decode.timing = paired): once every slice is "
+                  "done, the same `zerolayer ablate` without --shard times them and joins the slices\n",
+                  opt.shard_index, opt.shard_count, waiting);
+    else
+      std::printf("slice %d/%d done; join the slices with: zerolayer merge %s\n", opt.shard_index, opt.shard_count,
+                  dir.c_str());
   }
   if (failures) std::fprintf(stderr, "%d run(s) failed; their errors are in the results index\n", failures);
   return failures ? 1 : 0;

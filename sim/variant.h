@@ -45,6 +45,11 @@ class VariantStage {
     return zl::decode(ctx.model, prompts, opt, gen);
   }
 
+  // After the timed passes (decode with logged = false), which run in the
+  // run's process or later beside the other arms of its seed: the variant's
+  // figures of them, such as the share of decode time its own part took.
+  virtual void add_timing(const StageContext& ctx, RunRecord& r) {}
+
   // Analytic forward FLOPs per generated token of what the variant adds
   // (SPEC §2 modules: verifier, gate, correction, lookup).
   virtual void add_flops(const StageContext& ctx, int64_t context, std::map<std::string, double>& per_module) {}

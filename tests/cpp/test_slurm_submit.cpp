@@ -76,7 +76,11 @@ TEST(SlurmSubmit, MergeRunsAfterTheArrayAndResourcesGoToBothJobs) {
   EXPECT_TRUE(has(m, "#SBATCH --job-name=zl-smoke-merge\n")) << m;
   EXPECT_TRUE(has(m, "#SBATCH --kill-on-invalid-dep=yes\n")) << m;
   EXPECT_TRUE(has(m, "#SBATCH --output=/scratch/smoke/slurm/merge-%j.log\n")) << m;
-  EXPECT_TRUE(has(m, "\nexec /opt/zl/bin/zerolayer merge /scratch/smoke\n")) << m;
+  // The merge job is the unsharded ablate: every run complete, it times the
+  // runs awaiting paired timing on its one node, then merges; same overrides.
+  EXPECT_TRUE(has(m, "\nexec /opt/zl/bin/zerolayer ablate /home/me/ablations/smoke.ini \\\n  --output.dir "
+                     "/scratch/smoke \\\n  --train.steps 40 \\\n  --decode.temperature 0.8\n")) << m;
+  EXPECT_TRUE(has(m, "#SBATCH --cpus-per-task=2\n")) << m;  // timing needs the runs' threads
   EXPECT_FALSE(has(m, "--array")) << m;
 
   // What --dry-run prints: both scripts, then the two submissions in order.

@@ -48,7 +48,8 @@ def test_two_shards_at_once_then_merge_equal_one_unsharded_run(tmpdir_zl):
     outs = [p.communicate(timeout=600) for p in procs]
     for p, (out, err) in zip(procs, outs):
         assert p.returncode == 0, err
-        assert "join the slices with: zerolayer merge" in out
+        # Paired timing needs every arm of a seed in one process: no slice times.
+        assert "2 run(s) await paired timing" in out, out
     # A shard writes no results file of its own; merge joins them.
     assert not os.path.exists(os.path.join(sharded, "results.h5"))
     for i in range(2):
@@ -56,7 +57,15 @@ def test_two_shards_at_once_then_merge_equal_one_unsharded_run(tmpdir_zl):
                               "--shard", f"{i}/2", *SMALL], capture_output=True, text=True, cwd=ROOT,
                              check=True).stdout
         assert dry.count("complete") == 2 and "2 runs in this slice (4 in the study)" in dry, dry
-    subprocess.run([zerolayer_bin(), "merge", sharded], capture_output=True, text=True, cwd=ROOT, check=True)
+    merged = subprocess.run([zerolayer_bin(), "merge", sharded], capture_output=True, text=True, cwd=ROOT,
+                            check=True)
+    assert "4 complete run(s) have no timing yet" in merged.stderr, merged.stderr
+    assert "decode_tok_s" not in load_index(os.path.join(sharded, "results.h5")).columns
+    # The unsharded ablate finds every run complete: it times each seed's two
+    # arms together and merges (what the SLURM merge job runs).
+    timed = subprocess.run([zerolayer_bin(), "ablate", study, "--output.dir", sharded, *SMALL],
+                           capture_output=True, text=True, cwd=ROOT, check=True)
+    assert "timed seed 1: 2 arms" in timed.stderr and "timed seed 2: 2 arms" in timed.stderr, timed.stderr
 
     summary = subprocess.run([zerolayer_bin(), "ablate", study, "--output.dir", whole, *SMALL],
                              capture_output=True, text=True, cwd=ROOT, check=True).stdout
@@ -75,6 +84,7 @@ def test_two_shards_at_once_then_merge_equal_one_unsharded_run(tmpdir_zl):
     # runs sharing a train_id reuse one checkpoint whichever shard trained it.
     np.testing.assert_allclose(a["val_loss"], b["val_loss"], rtol=1e-5)
     assert list(a.columns) == list(b.columns)
+    assert (a["decode_tok_s"] > 0).all() and (a["decode_timing_arms"] == 2).all()
 
 
 def test_bad_shard_argument_is_refused(zl):
