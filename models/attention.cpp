@@ -109,7 +109,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionCont
 torch::Tensor AttentionImpl::forward_evicting(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                               const AttentionContext& ctx, LayerCache* cache) {
   const EvictionOptions& e = *ctx.eviction;
-  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3);
+  const int64_t B = q.size(0), H = q.size(1), D = q.size(3);
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
   auto y = torch::zeros_like(q);  // [B,H,T,D]
   auto held = ctx.held.to(torch::kCPU), rows = ctx.rows.to(torch::kCPU), text = ctx.text_positions.to(torch::kCPU);

@@ -3,16 +3,22 @@
 // - streaming: StreamingLLM (Xiao et al., "Efficient Streaming Language
 //   Models with Attention Sinks", ICLR 2024, §3.2 "Rolling KV cache with
 //   attention sinks"): the cache keeps the first `sinks` tokens (4 in the
-//   paper) and a rolling window of the most recent `window`.
+//   paper, "just 4 initial tokens sufficing"; the authors' StartRecentKVCache
+//   defaults to start_size 4) and a rolling window of the most recent `window`.
 // - h2o: Heavy-Hitter Oracle (Zhang et al., NeurIPS 2023, §4, Algorithm 1,
 //   the greedy H2 eviction policy): each token's accumulated attention
 //   score, o_s = the sum over every query that saw it of the attention
 //   weight it received, decides; at each step the held token outside the
-//   recent window with the least score goes. The paper's experiments (§5)
-//   split a 20% budget into 10% heavy hitters and 10% recent tokens.
+//   recent window with the least score goes. The paper keeps 20% of the
+//   cache ("H2O with 20% heavy hitters", abstract and experiments), which
+//   the authors' code splits into 10% heavy hitters and 10% recent tokens
+//   (FMInference/H2O, h2o_hf scripts: --heavy_ratio 0.1 --recent_ratio 0.1).
 //
 // How a cache evicts (models/kv_cache.h): a sequence's cache holds at most
-// `budget` tokens between steps. A new token is written in the free slot
+// `budget` tokens between steps. Every token, the prompt's included, goes
+// through it one at a time: Algorithm 1 runs over the whole sequence (and
+// the H2O authors' accuracy runs mask token by token over the prompt too),
+// and a stream has no prompt apart. A new token is written in the free slot
 // after the held ones, attends over them and itself (budget + 1 keys, as in
 // both papers' code, which trim the cache after the forward), its attention
 // weights are added to the held tokens' scores (h2o), and then, if the cache

@@ -21,8 +21,9 @@ KVCache KVCache::allocate(const ModelConfig& cfg, int64_t batch, int64_t capacit
   // Value distillation: the cache really stores r values per token and head.
   const int64_t value_width = f.value_rank > 0 ? f.value_rank : cfg.head_dim();
   for (int64_t l = 0; l < cfg.layers; ++l) {
-    LayerCache lc{torch::zeros({batch, cfg.heads, capacity, cfg.head_dim()}, opts),
-                  torch::zeros({batch, cfg.heads, capacity, value_width}, opts)};
+    LayerCache lc;
+    lc.k = torch::zeros({batch, cfg.heads, capacity, cfg.head_dim()}, opts);
+    lc.v = torch::zeros({batch, cfg.heads, capacity, value_width}, opts);
     if (f.key_weighting_on() && f.importance == FusedOptions::Importance::AttnMass)
       lc.mass = torch::zeros({batch, cfg.heads, capacity, capacity}, opts.dtype(torch::kFloat));
     else if (f.key_weighting_on())

@@ -188,11 +188,22 @@ DecodeOutput decode(Transformer& model, const std::vector<std::vector<int32_t>>&
         logits = model->forward(feed.to(dev), cache).select(1, 0);  // [B,V]
       }
       bytes.add(cache, b.active);
+      // An evicting cache drops a held slot too. Its dummy, always re-fed at
+      // the same text position, would otherwise pile up in H2O's recent
+      // window until no token could be evicted; this way a finished
+      // sequence's dummies evict at most once, and its cache (never read
+      // again) still costs a row per step, as the baseline's does.
       if (cache.lengths.is_cpu()) {  // no tensor round trip on the CPU, where a step is ~200 µs
         int64_t* len = cache.lengths.data_ptr<int64_t>();
-        for (size_t i = 0; i < B; ++i) len[i] -= finished[i];
+        int64_t* held = cache.evicting() ? cache.held.data_ptr<int64_t>() : nullptr;
+        for (size_t i = 0; i < B; ++i) {
+          len[i] -= finished[i];
+          if (held) held[i] -= finished[i];
+        }
       } else {
-        cache.lengths -= torch::tensor(finished, torch::kLong).to(dev);
+        auto done = torch::tensor(finished, torch::kLong).to(dev);
+        cache.lengths -= done;
+        if (cache.evicting()) cache.held -= done;
       }
     }
 

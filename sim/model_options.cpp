@@ -35,7 +35,7 @@ EvictionOptions eviction_options(const RunConfig& cfg) {
     e.budget = cfg.streaming.sinks + cfg.streaming.window;
     e.cache_positions = cfg.streaming.positions == "cache";
   } else if (cfg.variant == "h2o") {
-    // H2O (§5's setting): a budget of the context, half recent tokens, half heavy hitters.
+    // H2O: a share of the context (the paper's 20%), half recent tokens, half heavy hitters (models/eviction.h).
     e.policy = P::H2O;
     e.budget = std::min<int64_t>(cfg.model.context, std::max<int64_t>(2, std::llround(cfg.h2o.budget * cfg.model.context)));
     e.recent = e.budget - e.budget / 2;

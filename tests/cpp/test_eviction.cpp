@@ -305,6 +305,38 @@ TEST(Eviction, DecodeReportsTheBytesHeld) {
   EXPECT_EQ(c.kv_bytes_peak, 9 * (per_token + 2 * 4 * 8));  // + a position and a score per head and layer
 }
 
+// A sequence that finishes early is fed a dummy token at every later step
+// and rolled back (sim/decoder.cpp), while its neighbours go on: with an
+// evicting cache that must neither stop the decode (H2O's recent window,
+// by text position, would soon hold every token) nor touch the neighbours.
+TEST(Eviction, SequencesFinishingEarlyLeaveTheirNeighboursAlone) {
+  torch::manual_seed(14);
+  Transformer model(shape());
+  std::vector<std::vector<int32_t>> prompts{{1, 2, 3, 4, 5}, {6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}};
+  DecodeOptions opt;
+  opt.max_new_tokens = 1;
+  opt.batch = 2;
+  opt.sampling.temperature = 0;
+  auto g = make_generator(1);
+  // The eos is the first token of the first sequence (and not the second's first).
+  auto first = decode(model, prompts, opt, g).continuations;
+  ASSERT_NE(first[0], first[1]) << "pick another seed";
+  opt.eos_id = first[0][0];
+  opt.max_new_tokens = 24;
+  for (const auto& e : {h2o(8, 4), streaming(2, 5)})
+    for (bool fast : {true, false}) {
+      SCOPED_TRACE(fast ? "fast step" : "reference step");
+      opt.fast_step = fast;
+      opt.eviction = e;
+      auto both = decode(model, prompts, opt, g);
+      opt.batch = 1;
+      auto alone = decode(model, {prompts[1]}, opt, g);
+      opt.batch = 2;
+      EXPECT_TRUE(both.continuations[0].empty());
+      EXPECT_EQ(both.continuations[1], alone.continuations[0]);
+    }
+}
+
 TEST(Eviction, ConfigKeysAndCheckpoint) {
   RunConfig cfg;
   cfg.variant = "h2o";
@@ -346,7 +378,11 @@ TEST(Eviction, ConfigKeysAndCheckpoint) {
             std::string::npos);
   EXPECT_NE(message([&] { set_key(s, "streaming.positions", "slot", Origin{}); }).find("streaming.positions"),
             std::string::npos);
+  EXPECT_NE(message([&] { set_key(s, "streaming.sinks", "-1", Origin{"a.ini", 8}); }).find("a.ini:8: streaming.sinks"),
+            std::string::npos);
   EXPECT_NE(message([&] { set_key(cfg, "h2o.budget", "0", Origin{}); }).find("h2o.budget"), std::string::npos);
+  EXPECT_NE(message([&] { set_key(cfg, "h2o.budget", "-0.2", Origin{}); }).find("h2o.budget"), std::string::npos);
+  EXPECT_NE(message([&] { set_key(cfg, "h2o.budget", "1.5", Origin{}); }).find("h2o.budget"), std::string::npos);
   set_key(cfg, "h2o.budget", "0.01", Origin{"b.ini", 2});  // 1 token of 128: no room for both halves
   std::map<std::string, Origin> origins{{"h2o.budget", Origin{"b.ini", 2}}};
   EXPECT_NE(message([&] { validate(cfg, origins); }).find("b.ini:2: h2o.budget"), std::string::npos);

@@ -54,7 +54,9 @@ def test_streaming_and_h2o_decode_the_baseline_checkpoint(tmp_path):
         per_token = base["kv_bytes_per_token"] + row["kv_bytes_per_token_eviction"]
         assert row["kv_bytes_peak"] == (row["eviction_budget"] + 1) * per_token, v
         assert row["flops_attention"] < base["flops_attention"] and row["flops_eviction"] > 0, v
-        assert np.isfinite(row["violation_rate"]) and row["decode_tok_s"] > 0, v
+        # Measured like the baseline (TINY's byte-level prompts are not contract prompts: NaN for both).
+        assert np.isnan(row["violation_rate"]) == np.isnan(base["violation_rate"]), v
+        assert np.isfinite(row["repetition_rate"]) and row["decode_tok_s"] > 0, v
     # The whole context: nothing evicted, the baseline's continuations token for token.
     want = continuations(path, base["run_id"])
     for _, row in full.iterrows():
