@@ -63,6 +63,8 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionCont
     auto q3 = q.reshape({B * H, T, D}), k3 = k.reshape({B * H, T, D}), v3 = v.reshape({B * H, T, D});
     auto scores = torch::baddbmm(ctx.bias, q3, k3.transpose(1, 2), /*beta=*/1.0, /*alpha=*/scale);  // [B*H,T,T]
     y = torch::bmm(torch::softmax(scores, -1), v3).view({B, H, T, D});
+  } else if (ctx.evict_rows) {
+    y = forward_evicting(q, k, v, ctx, cache);
   } else {
     // Incremental: write the new keys and values at each sequence's own
     // positions, then attend over the first `span` slots.
@@ -72,7 +74,22 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionCont
     auto keys = cache->k.index({Slice(), Slice(), Slice(0, ctx.span)}).to(q.dtype());    // [B,H,L,D]
     auto values = cache->v.index({Slice(), Slice(), Slice(0, ctx.span)}).to(q.dtype());  // [B,H,L,D]
     auto scores = torch::matmul(q, keys.transpose(-2, -1)) * scale + ctx.bias;  // [B,H,T,L]
-    y = torch::matmul(torch::softmax(scores, -1), values);                       // [B,H,T,D]
+    auto attn = torch::softmax(scores, -1);                                      // [B,H,T,L]
+    y = torch::matmul(attn, values);                                              // [B,H,T,D]
+    if (ctx.eviction) {
+      // An evicting cache that evicts nothing in this call (slots = held + t):
+      // the bookkeeping only. Each new token's position in the text, and
+      // (h2o) the attention each held token received from this call's real
+      // queries, added to its score.
+      auto order = ctx.text_positions.to(cache->order.dtype()).unsqueeze(2).expand({B, T, H});  // [B,T,H]
+      cache->order.index_put_({rows, Slice(), ctx.positions}, order);
+      if (cache->score.defined()) {
+        cache->score.index_put_({rows, Slice(), ctx.positions}, torch::zeros({B, T, H}, cache->score.options()));
+        auto real = (torch::arange(T, ctx.rows.options()).view({1, T}) < ctx.rows.view({B, 1}));  // [B,T]
+        auto received = (attn.detach().to(torch::kFloat) * real.view({B, 1, T, 1})).sum(2);       // [B,H,L]
+        cache->score.narrow(2, 0, ctx.span).add_(received);
+      }
+    }
   }
   y = y.transpose(1, 2).reshape({B, T, C});  // [B,T,C]
   if (gate_weight.defined()) {
@@ -85,6 +102,48 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionCont
                                : y * g;
   }
   return drop(split_linear(y, proj->weight));
+}
+
+// The reference of eviction (models/eviction.h), slow and obvious: one token
+// at a time, every head at once. Rows past ctx.rows[b] (padding) are skipped.
+torch::Tensor AttentionImpl::forward_evicting(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                              const AttentionContext& ctx, LayerCache* cache) {
+  const EvictionOptions& e = *ctx.eviction;
+  const int64_t B = q.size(0), H = q.size(1), D = q.size(3);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  auto y = torch::zeros_like(q);  // [B,H,T,D]
+  auto held = ctx.held.to(torch::kCPU), rows = ctx.rows.to(torch::kCPU), text = ctx.text_positions.to(torch::kCPU);
+  auto heads = torch::arange(H, torch::TensorOptions().dtype(torch::kLong).device(q.device()));
+  for (int64_t b = 0; b < B; ++b) {
+    auto K = cache->k[b], V = cache->v[b], order = cache->order[b];  // [H,cap,D], [H,cap,D], [H,cap]
+    auto score = cache->score.defined() ? cache->score[b] : torch::Tensor();  // [H,cap]
+    int64_t n = held[b].item<int64_t>();
+    for (int64_t t = 0; t < rows[b].item<int64_t>(); ++t) {
+      // The new token in the free slot n, after the n held ones.
+      K.select(1, n).copy_(k[b].select(1, t));  // [H,D]
+      V.select(1, n).copy_(v[b].select(1, t));
+      order.select(1, n).fill_(text[b][t].item<int64_t>());
+      auto keys = K.narrow(1, 0, n + 1).to(q.dtype()), values = V.narrow(1, 0, n + 1).to(q.dtype());  // [H,n+1,D]
+      auto scores = torch::matmul(q[b].narrow(1, t, 1), keys.transpose(1, 2)) * scale;              // [H,1,n+1]
+      auto attn = torch::softmax(scores, -1);
+      y[b].narrow(1, t, 1).copy_(torch::matmul(attn, values));  // [H,1,D]
+      if (score.defined()) {  // h2o: o_s += the weight token s received from this query
+        score.select(1, n).zero_();
+        score.narrow(1, 0, n + 1).add_(attn.detach().squeeze(1).to(torch::kFloat));
+      }
+      if (n + 1 <= e.budget) {
+        ++n;
+        continue;
+      }
+      // Over budget: each head evicts one token; the new one moves into its slot.
+      auto victim = eviction_victims(e, order.narrow(1, 0, n + 1), score.defined() ? score.narrow(1, 0, n + 1) : score);  // [H]
+      K.index_put_({heads, victim}, K.select(1, n).clone());
+      V.index_put_({heads, victim}, V.select(1, n).clone());
+      order.index_put_({heads, victim}, order.select(1, n).clone());
+      if (score.defined()) score.index_put_({heads, victim}, score.select(1, n).clone());
+    }
+  }
+  return y;
 }
 
 // One code path for training and decoding, so that both weigh keys and read

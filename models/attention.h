@@ -42,6 +42,11 @@ struct AttentionImpl : torch::nn::Module {
   torch::Tensor gate_bias;    // [G], only with attn_gate_bias
 
  private:
+  // An evicting cache (models/eviction.h) when a token of this call evicts
+  // another: each sequence's tokens in order, each written after the held
+  // ones, attending over them and itself, then evicting one: [B,H,T,D].
+  torch::Tensor forward_evicting(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                 const AttentionContext& ctx, LayerCache* cache);
   torch::Tensor forward_fused(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                               const AttentionContext& ctx, LayerCache* cache);
 };

@@ -192,6 +192,7 @@ torch::Tensor DecodeStep::forward(const std::vector<int64_t>& tokens, KVCache& c
   auto logits = run_rows(rows, cache);
   int64_t* lengths = cache.lengths.data_ptr<int64_t>();
   for (int64_t b = 0; b < B; ++b) ++lengths[b];
+  advance_held(cache, std::vector<int64_t>(B, 1));
   return logits;
 }
 
@@ -206,7 +207,9 @@ torch::Tensor DecodeStep::prefill(const std::vector<std::vector<int32_t>>& promp
   }
   auto logits = run_rows(rows, cache);
   int64_t* lengths = cache.lengths.data_ptr<int64_t>();
-  for (int64_t b = 0; b < B; ++b) lengths[b] = static_cast<int64_t>(prompts[b].size());
+  std::vector<int64_t> fed(B);
+  for (int64_t b = 0; b < B; ++b) lengths[b] = fed[b] = static_cast<int64_t>(prompts[b].size());
+  advance_held(cache, fed);
   return logits;
 }
 
@@ -223,15 +226,27 @@ torch::Tensor DecodeStep::extend(const std::vector<std::vector<int64_t>>& tokens
   auto out = run_rows(rows, cache);
   int64_t* lengths = cache.lengths.data_ptr<int64_t>();
   for (int64_t b = 0; b < B; ++b) lengths[b] += T;
+  advance_held(cache, std::vector<int64_t>(B, T));
   return logits ? out.view({B, T, model_->cfg.vocab}) : torch::Tensor();
+}
+
+void DecodeStep::advance_held(KVCache& cache, const std::vector<int64_t>& fed) {
+  if (!cache.evicting()) return;
+  int64_t* held = cache.held.data_ptr<int64_t>();
+  for (size_t b = 0; b < fed.size(); ++b) held[b] = std::min(held[b] + fed[b], cache.eviction.budget);
 }
 
 torch::Tensor DecodeStep::run_rows(const std::vector<Row>& rows, KVCache& cache) {
   const auto& cfg = model_->cfg;
   const int64_t M = rows.size(), V = cfg.vocab, cap = std::min(cache.capacity, cfg.context);
+  // An evicting cache writes after the tokens it holds, never past budget + 1
+  // slots (models/eviction.h); only the text positions are bounded by the context.
+  const int64_t limit = cache.evicting() ? cfg.context : cap;
+  if (cache.evicting())
+    TORCH_CHECK(cache.held.is_cpu() && cache.held.is_contiguous(), "DecodeStep: an evicting cache off the CPU");
   int64_t wanted = 0;
   for (const Row& r : rows) {
-    TORCH_CHECK(r.position < cap, "KV cache overflow: ", r.position + 1, " tokens, capacity ", cap);
+    TORCH_CHECK(r.position < limit, "KV cache overflow: ", r.position + 1, " tokens, capacity ", limit);
     wanted += r.logits;
   }
   auto logits = torch::empty({wanted, V}, torch::TensorOptions().dtype(torch::kFloat));
@@ -293,13 +308,20 @@ void DecodeStep::through_layers(const Row* rows, int64_t M, KVCache& cache, floa
         *gate_last = gl_t.data_ptr<float>(), *attn_gate = ga_t.data_ptr<float>();
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
 
+  // An evicting cache: tokens held before this call, per sequence (models/eviction.h).
+  const EvictionOptions& ev = cache.eviction;
+  const bool evict = ev.on();
+  const int64_t* held = evict ? cache.held.data_ptr<int64_t>() : nullptr;
   for (int64_t m = 0; m < M; ++m) {  // token + position embedding (alibi: none)
     const float* te = wte_ + rows[m].token * C;
     if (!wpe_) {
       std::copy(te, te + C, x + m * C);
       continue;
     }
-    const float* pe = wpe_ + rows[m].position * C;
+    // streaming.positions = cache: the token enters at its index in the cache.
+    const int64_t p = evict && ev.cache_positions ? std::min(held[rows[m].sequence] + rows[m].offset, ev.budget)
+                                                  : rows[m].position;
+    const float* pe = wpe_ + p * C;
     for (int64_t i = 0; i < C; ++i) x[m * C + i] = te[i] + pe[i];
   }
   const float* slopes = alibi_slopes_.empty() ? nullptr : alibi_slopes_.data();
@@ -316,8 +338,9 @@ void DecodeStep::through_layers(const Row* rows, int64_t M, KVCache& cache, floa
     product(M, 3 * C, C, h, L.qkv, qkv, alone);  // [M,3C]: q | k | v, head-major inside each
     // Every row's key and value first: a prefill row reads those of the
     // earlier rows of its sequence. With value distillation the cache holds
-    // z = P v, r values per head.
-    for (int64_t m = 0; m < M; ++m)
+    // z = P v, r values per head. (An evicting cache writes each row as it
+    // attends, below: where it goes depends on the evictions before it.)
+    for (int64_t m = 0; m < M && !evict; ++m)
       for (int64_t hd = 0; hd < H; ++hd) {
         const float* q = qkv + m * 3 * C + hd * D;
         const int64_t slot = (rows[m].sequence * H + hd) * cap + rows[m].position;
@@ -331,6 +354,8 @@ void DecodeStep::through_layers(const Row* rows, int64_t M, KVCache& cache, floa
       }
     if (fused) {
       attend_fused(l, rows, M, qkv, y, cache, alone, G > 0 && l + 1 == layers_.size() ? gate_in : nullptr);
+    } else if (evict) {
+      attend_evicting(l, rows, M, qkv, y, cache, alone);
     } else {
       // Per (row, head): score the visible slots (j <= position; stale slots
       // past it, left by a rollback, are not), softmax, weighted sum of values.
@@ -429,6 +454,67 @@ void DecodeStep::correct(size_t l, const Row* rows, int64_t M, float* u, bool al
   product(M, L.corr_hidden, C, u, L.corr_fc, hidden.data(), alone, /*gelu=*/true, L.corr_fc_b);
   product(M, C, L.corr_hidden, hidden.data(), L.corr_out, z.data(), alone, /*gelu=*/false, L.corr_out_b);
   scale_by_sigmoid(u, z.data(), M * C, L.corr_scale);
+}
+
+}  // namespace zl
+
+namespace zl {
+
+// Eviction (models/eviction.h), as the reference (AttentionImpl::
+// forward_evicting) does it: per sequence and head, its rows in order, each
+// written in the free slot after the held ones, attending over them and
+// itself, adding its weights to their scores (h2o), then evicting one when
+// over budget. Heads evict on their own, so the team takes (sequence, head) pairs.
+void DecodeStep::attend_evicting(size_t l, const Row* rows, int64_t M, const float* qkv, float* y, KVCache& cache,
+                                 bool alone) {
+  const EvictionOptions& ev = cache.eviction;
+  const int64_t C = model_->cfg.dim, H = model_->cfg.heads, D = model_->cfg.head_dim(), cap = cache.capacity;
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
+  LayerCache& lc = cache.layers[l];
+  float *kc = lc.k.data_ptr<float>(), *vc = lc.v.data_ptr<float>();  // [B,H,cap,D]
+  int32_t* order = lc.order.data_ptr<int32_t>();                      // [B,H,cap]
+  float* score = lc.score.defined() ? lc.score.data_ptr<float>() : nullptr;
+  const int64_t* held = cache.held.data_ptr<int64_t>();
+  std::vector<int64_t> first{0};  // where each sequence's rows begin
+  for (int64_t m = 1; m < M; ++m)
+    if (rows[m].sequence != rows[m - 1].sequence) first.push_back(m);
+  first.push_back(M);
+  const int64_t S = first.size() - 1;
+  split(S * H, alone, [&](int64_t begin, int64_t end) {
+    thread_local std::vector<float> own;
+    own.resize(cap);
+    float* s = own.data();
+    for (int64_t sh = begin; sh < end; ++sh) {
+      const int64_t i = sh / H, hd = sh % H, b = rows[first[i]].sequence;
+      const int64_t head = (b * H + hd) * cap;
+      float *K = kc + head * D, *V = vc + head * D, *sc = score ? score + head : nullptr;
+      int32_t* ord = order + head;
+      int64_t n = held[b];
+      for (int64_t m = first[i]; m < first[i + 1]; ++m) {
+        const float* q = qkv + m * 3 * C + hd * D;
+        std::copy(q + C, q + C + D, K + n * D);
+        std::copy(q + 2 * C, q + 2 * C + D, V + n * D);
+        ord[n] = static_cast<int32_t>(rows[m].position);
+        scaled_scores(q, K, n + 1, D, scale, s);
+        softmax_inplace(s, n + 1);
+        weighted_rows(s, V, n + 1, D, y + m * C + hd * D);
+        if (sc) {
+          sc[n] = 0;
+          for (int64_t j = 0; j <= n; ++j) sc[j] += s[j];
+        }
+        if (n + 1 <= ev.budget) {
+          ++n;
+          continue;
+        }
+        const int64_t victim = eviction_victim(ev, ord, sc, n + 1);
+        if (victim == n) continue;  // (never: the newest token is always kept)
+        std::copy(K + n * D, K + (n + 1) * D, K + victim * D);
+        std::copy(V + n * D, V + (n + 1) * D, V + victim * D);
+        ord[victim] = ord[n];
+        if (sc) sc[victim] = sc[n];
+      }
+    }
+  });
 }
 
 }  // namespace zl

@@ -27,7 +27,9 @@
 // and grad_norm by its closed form through the final norm and the head),
 // value distillation (the cache holds z = P v; attention reads r-wide
 // values and maps their sum back through P), and the logits gate.
-// And the known methods of issue 13: alibi's biases, −m_h·(p − j) added to
+// And the known methods of issue 13: KV cache eviction (streaming, h2o;
+// models/eviction.h), each row written after the tokens its sequence holds
+// and evicting one when over budget, per head; alibi's biases, −m_h·(p − j) added to
 // each score before the softmax (models/alibi.h; no position embedding), and
 // gated_attn's output gate, one more product C→G per layer from the block's
 // normalised input and a sigmoid multiply on the attention output
@@ -149,6 +151,12 @@ class DecodeStep {
   // rows in order (a row's attn_mass row sums the one before it).
   void attend_fused(size_t l, const Row* rows, int64_t M, const float* qkv, float* y, KVCache& cache, bool alone,
                     float* features);
+  // Attention of layer l for rows [0, M) on an evicting cache
+  // (models/eviction.h): writes each row's key and value, y [M,C], and
+  // evicts; the cache's held counts are advanced after the call.
+  void attend_evicting(size_t l, const Row* rows, int64_t M, const float* qkv, float* y, KVCache& cache, bool alone);
+  // held[b] += fed[b], at most the budget (an evicting cache; else nothing).
+  static void advance_held(KVCache& cache, const std::vector<int64_t>& fed);
   // Each row's importance before layer l's block (hidden_norm, grad_norm) from its input x [M,C].
   void token_importance(int64_t M, const float* x, float* importance, bool alone);
   // The gate's log factors added to the top-k logits of each of `n` rows.

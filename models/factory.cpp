@@ -6,10 +6,12 @@ namespace zl {
 
 Transformer make_model(const std::string& variant, const ModelConfig& cfg) {
   if (variant == "baseline" || variant == "sfvl" || variant == "speculative" || variant == "sfvl_best_of_n" ||
-      variant == "sfvl_oracle" || variant == "sfvl_random" || variant == "contrastive") {
+      variant == "sfvl_oracle" || variant == "sfvl_random" || variant == "contrastive" || variant == "streaming" ||
+      variant == "h2o") {
     // sfvl, speculative, sfvl's controls (sfvl_best_of_n, sfvl_oracle,
-    // sfvl_random) and contrastive search decode differently but share the
-    // baseline's language model.
+    // sfvl_random), contrastive search and KV cache eviction (streaming,
+    // h2o; models/eviction.h) decode differently but share the baseline's
+    // language model.
     if (cfg.fused.any()) throw std::invalid_argument("variant '" + variant + "' with fused options on: use variant 'fused'");
     ModelConfig plain = cfg;
     plain.correction_hidden = 0;  // sfcl.* options never shape a baseline
@@ -36,7 +38,7 @@ Transformer make_model(const std::string& variant, const ModelConfig& cfg) {
     own.attn_gate = variant == "gated_attn";
     return Transformer(own);
   }
-  throw std::invalid_argument("variant '" + variant + "' is not implemented yet (available: baseline, sfvl, speculative, fused, sfcl, oet, alibi, gated_attn)");
+  throw std::invalid_argument("variant '" + variant + "' is not implemented yet (available: baseline, sfvl, speculative, fused, sfcl, oet, alibi, gated_attn, sfvl_best_of_n, sfvl_oracle, sfvl_random, contrastive, streaming, h2o)");
 }
 
 }  // namespace zl

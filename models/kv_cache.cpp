@@ -1,25 +1,42 @@
 #include "models/kv_cache.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace zl {
 
-KVCache KVCache::allocate(const ModelConfig& cfg, int64_t batch, int64_t capacity, const torch::TensorOptions& opts) {
+KVCache KVCache::allocate(const ModelConfig& cfg, int64_t batch, int64_t capacity, const torch::TensorOptions& opts,
+                          const EvictionOptions& eviction) {
   KVCache c;
-  c.capacity = capacity;
   const auto& f = cfg.fused;
+  if (eviction.on()) {
+    // Eviction moves tokens between slots; fused's per-position state and
+    // ALiBi's distances between slots assume slot = position.
+    if (f.any() || cfg.alibi) throw std::invalid_argument("KV cache eviction is not available with fused's parts or ALiBi");
+    if (eviction.budget < 1) throw std::invalid_argument("KV cache eviction: a budget of at least 1 token");
+    capacity = std::min(capacity, eviction.budget + 1);
+  }
+  c.capacity = capacity;
+  c.eviction = eviction;
   // Value distillation: the cache really stores r values per token and head.
   const int64_t value_width = f.value_rank > 0 ? f.value_rank : cfg.head_dim();
   for (int64_t l = 0; l < cfg.layers; ++l) {
-    LayerCache lc{torch::zeros({batch, cfg.heads, capacity, cfg.head_dim()}, opts),
-                  torch::zeros({batch, cfg.heads, capacity, value_width}, opts)};
+    LayerCache lc;
+    lc.k = torch::zeros({batch, cfg.heads, capacity, cfg.head_dim()}, opts);
+    lc.v = torch::zeros({batch, cfg.heads, capacity, value_width}, opts);
     if (f.key_weighting_on() && f.importance == FusedOptions::Importance::AttnMass)
       lc.mass = torch::zeros({batch, cfg.heads, capacity, capacity}, opts.dtype(torch::kFloat));
     else if (f.key_weighting_on())
       lc.importance = torch::zeros({batch, capacity}, opts.dtype(torch::kFloat));
+    if (eviction.on()) {
+      lc.order = torch::zeros({batch, cfg.heads, capacity}, opts.dtype(torch::kInt));
+      if (eviction.policy == EvictionOptions::Policy::H2O)
+        lc.score = torch::zeros({batch, cfg.heads, capacity}, opts.dtype(torch::kFloat));
+    }
     c.layers.push_back(lc);
   }
   c.lengths = torch::zeros({batch}, opts.dtype(torch::kLong));
+  if (eviction.on()) c.held = torch::zeros({batch}, opts.dtype(torch::kLong));
   return c;
 }
 
@@ -32,6 +49,13 @@ void KVCache::truncate(int64_t b, int64_t length) {
   if (length < 0 || length > now)
     throw std::out_of_range("KVCache::truncate: sequence " + std::to_string(b) + " holds " + std::to_string(now) +
                             " tokens, cannot roll back to " + std::to_string(length));
+  if (evicting()) {
+    // Only the newest tokens can be dropped, and only while every token fed is held.
+    const int64_t kept = held[b].item<int64_t>();
+    if (kept != now)
+      throw std::out_of_range("KVCache::truncate: sequence " + std::to_string(b) + " has evicted tokens, cannot roll back");
+    held[b] = length;
+  }
   if (cpu)
     cpu[b] = length;
   else
@@ -39,16 +63,18 @@ void KVCache::truncate(int64_t b, int64_t length) {
 }
 
 int64_t KVCache::bytes_per_token(std::map<std::string, int64_t>* parts) const {
-  int64_t k = 0, v = 0, state = 0;
+  int64_t k = 0, v = 0, state = 0, evict = 0;
   for (const auto& l : layers) {
     // Per token: H * D elements of K, H * D (or H * r) of V.
     k += l.k.size(1) * l.k.size(3) * l.k.element_size();
     v += l.v.size(1) * l.v.size(3) * l.v.element_size();
     if (l.mass.defined()) state += l.mass.size(1) * l.mass.size(3) * l.mass.element_size();  // H * capacity
     if (l.importance.defined()) state += l.importance.element_size();                        // one scalar
+    if (l.order.defined()) evict += l.order.size(1) * l.order.element_size();                 // H positions
+    if (l.score.defined()) evict += l.score.size(1) * l.score.element_size();                 // H scores
   }
-  if (parts) *parts = {{"k", k}, {"v", v}, {"fused_state", state}};
-  return k + v + state;
+  if (parts) *parts = {{"k", k}, {"v", v}, {"fused_state", state}, {"eviction_state", evict}};
+  return k + v + state + evict;
 }
 
 }  // namespace zl

@@ -6,6 +6,11 @@
 // rolled back (the sfvl re-sampling decoder drops its last tokens) without
 // touching its neighbours: rolling back is lowering `lengths[b]`; the stale
 // entries past it are masked out and overwritten by the next tokens.
+//
+// An evicting cache (streaming, h2o; models/eviction.h) keeps at most a
+// budget of tokens per sequence: `lengths` still counts the tokens fed (the
+// next token's position in the text), `held` those kept, which fill slots
+// 0..held-1 in an order of their own (see `order`).
 #pragma once
 #include <torch/torch.h>
 
@@ -13,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "models/eviction.h"
 #include "models/model_config.h"
 
 namespace zl {
@@ -27,20 +33,32 @@ struct LayerCache {
   torch::Tensor mass;        // attn_mass: [B, H, capacity, capacity]; row p = sum over queries m <= p of
                              // their unweighted attention on each key (a running column sum per query)
   torch::Tensor importance;  // hidden_norm / grad_norm: [B, capacity], the importance of each token
+  // Evicting caches only (undefined otherwise), per head since each head
+  // evicts on its own (models/eviction.h):
+  torch::Tensor order;  // [B, H, capacity] int32: the text position of the token in each slot
+  torch::Tensor score;  // h2o: [B, H, capacity] float, each held token's accumulated attention
 };
 
 struct KVCache {
   std::vector<LayerCache> layers;
-  torch::Tensor lengths;  // [B] int64: tokens held per sequence
+  torch::Tensor lengths;  // [B] int64: tokens fed per sequence (all held, unless the cache evicts)
   int64_t capacity = 0;
+  EvictionOptions eviction;  // off: every token is kept
+  torch::Tensor held;        // evicting caches: [B] int64, tokens held per sequence (<= eviction.budget)
 
-  static KVCache allocate(const ModelConfig& cfg, int64_t batch, int64_t capacity, const torch::TensorOptions& opts);
+  // With eviction on, the tensors have min(capacity, budget + 1) slots: the
+  // budget and the token that attends before one is evicted.
+  static KVCache allocate(const ModelConfig& cfg, int64_t batch, int64_t capacity, const torch::TensorOptions& opts,
+                          const EvictionOptions& eviction = {});
   int64_t batch() const { return lengths.size(0); }
+  bool evicting() const { return eviction.on(); }
   // Rolls sequence b back to `length` tokens (length <= its current length).
+  // An evicting cache can roll back only while it has evicted nothing.
   void truncate(int64_t b, int64_t length);
   // Bytes held per cached token over all layers, measured from the tensors:
   // K and V (r values with fused value distillation) and fused per-token state.
-  // `parts` (optional) receives them apart: "k", "v", "fused_state".
+  // and an evicting cache's per-token bookkeeping (order, h2o's scores).
+  // `parts` (optional) receives them apart: "k", "v", "fused_state", "eviction_state".
   int64_t bytes_per_token(std::map<std::string, int64_t>* parts = nullptr) const;
 };
 
@@ -49,6 +67,13 @@ struct AttentionContext {
   torch::Tensor bias;       // additive mask: [T, T] (training) or [B, 1, T, L] (cached)
   torch::Tensor positions;  // [B, T] int64: absolute position of each new token (cached path)
   int64_t span = 0;         // L: cached keys visible after this call's writes
+  // Evicting caches (models/eviction.h); eviction null otherwise. positions
+  // above are then the slots written when nothing is evicted in this call.
+  const EvictionOptions* eviction = nullptr;
+  torch::Tensor text_positions;  // [B,T] int64: each new token's position in the text (its `order`)
+  torch::Tensor held;            // [B] int64: tokens held before this call
+  torch::Tensor rows;            // [B] int64: tokens of this call per sequence (the rest of T is padding)
+  bool evict_rows = false;       // a token of this call evicts another: attention goes row by row
   // Variant fused, set per layer by the transformer:
   torch::Tensor importance;                 // [B,T] this layer's token importance (hidden_norm, grad_norm)
   torch::Tensor* gate_features = nullptr;   // out, last layer only: [B,T,H*keys] query-key cosines for the gate

@@ -121,25 +121,51 @@ torch::Tensor TransformerImpl::forward_full(const torch::Tensor& tokens, FusedTr
   return head(x, gate_features, trace);
 }
 
-torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens, KVCache& cache) {
+torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens, KVCache& cache, const std::vector<int64_t>& rows) {
   const int64_t B = tokens.size(0), T = tokens.size(1);
-  auto positions = cache.lengths.unsqueeze(1) + torch::arange(T, cache.lengths.options());  // [B,T]
-  int64_t span = positions.max().item<int64_t>() + 1;
-  TORCH_CHECK(span <= cache.capacity && span <= cfg.context, "KV cache overflow: ", span, " tokens, capacity ",
-              std::min(cache.capacity, cfg.context));
+  auto steps = torch::arange(T, cache.lengths.options());
+  auto positions = cache.lengths.unsqueeze(1) + steps;  // [B,T]: position in the text
+  AttentionContext ctx;
+  // Where the new tokens go: a plain cache at their positions; an evicting
+  // one after the tokens it holds (when none is evicted in this call).
+  torch::Tensor slots = positions, fed;  // [B,T]; fed [B]: real tokens per sequence
+  if (cache.evicting()) {
+    const auto& e = cache.eviction;
+    TORCH_CHECK(rows.empty() || static_cast<int64_t>(rows.size()) == B, "forward: ", rows.size(), " row counts for ", B,
+                " sequences");
+    fed = rows.empty() ? torch::full({B}, T, cache.lengths.options())
+                       : torch::tensor(rows, torch::kLong).to(cache.lengths.device());
+    slots = cache.held.unsqueeze(1) + steps;
+    ctx.eviction = &e;
+    ctx.text_positions = positions;
+    ctx.held = cache.held;
+    ctx.rows = fed;
+    ctx.evict_rows = (cache.held + fed).max().item<int64_t>() > e.budget;
+    TORCH_CHECK((cache.lengths + fed).max().item<int64_t>() <= cfg.context, "sequence past model.context ", cfg.context,
+                " (positions are the text's, models/eviction.h)");
+    // streaming.positions = cache: a token enters at its index in the cache.
+    if (e.cache_positions) positions = slots.clamp_max(e.budget);
+  }
+  int64_t span = slots.max().item<int64_t>() + 1;
+  if (!ctx.evict_rows)
+    TORCH_CHECK(span <= cache.capacity && span <= cfg.context, "KV cache overflow: ", span, " tokens, capacity ",
+                std::min(cache.capacity, cfg.context));
   auto x = wpe ? wte(tokens) + wpe(positions) : wte(tokens);  // [B,T,C]
 
-  // Key slot j is visible to the new token at position p iff j <= p: this
-  // hides both the future and any stale slots left by a rollback.
-  auto slots = torch::arange(span, positions.options());                                // [L]
-  auto visible = slots.view({1, 1, span}) <= positions.unsqueeze(2);                   // [B,T,L]
-  AttentionContext ctx;
-  ctx.positions = positions;
+  // Key slot j is visible to the new token in slot s iff j <= s: this hides
+  // both the future and any stale slots left by a rollback. (An evicting
+  // cache that evicts in this call attends row by row instead, over the
+  // slots each row finds held.)
+  ctx.positions = slots;
   ctx.span = span;
-  ctx.bias = torch::zeros({B, 1, T, span}, x.options())
-                 .masked_fill(visible.logical_not().unsqueeze(1), -std::numeric_limits<float>::infinity());
-  // ALiBi (§3) between absolute positions: the query's and its key's slot.
-  if (cfg.alibi) ctx.bias = ctx.bias + alibi_bias(alibi_slopes_, positions.unsqueeze(2), slots.view({1, 1, span}));  // [B,H,T,L]
+  if (!ctx.evict_rows) {
+    auto key_slots = torch::arange(span, slots.options());                           // [L]
+    auto visible = key_slots.view({1, 1, span}) <= slots.unsqueeze(2);              // [B,T,L]
+    ctx.bias = torch::zeros({B, 1, T, span}, x.options())
+                   .masked_fill(visible.logical_not().unsqueeze(1), -std::numeric_limits<float>::infinity());
+    // ALiBi (§3) between absolute positions: the query's and its key's slot.
+    if (cfg.alibi) ctx.bias = ctx.bias + alibi_bias(alibi_slopes_, slots.unsqueeze(2), key_slots.view({1, 1, span}));  // [B,H,T,L]
+  }
   const bool token_imp = cfg.fused.key_weighting_on() && cfg.fused.importance != FusedOptions::Importance::AttnMass;
   torch::Tensor gate_features;
   for (size_t l = 0; l < blocks->size(); ++l) {
@@ -147,7 +173,15 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens, KVCache& cac
     ctx.gate_features = (gate && l + 1 == blocks->size()) ? &gate_features : nullptr;
     x = blocks[l]->as<Block>()->forward(x, ctx, &cache.layers[l]);
   }
-  cache.lengths += T;
+  if (cache.evicting()) {
+    // Each token adds one held and, once the budget is full, evicts one.
+    cache.lengths += fed;
+    cache.held.add_(fed).clamp_max_(cache.eviction.budget);
+  } else if (!rows.empty()) {
+    cache.lengths += torch::tensor(rows, torch::kLong).to(cache.lengths.device());
+  } else {
+    cache.lengths += T;
+  }
   return head(x, gate_features);
 }
 
@@ -193,9 +227,9 @@ std::vector<torch::Tensor> TransformerImpl::corrections(const torch::Tensor& tok
   return out;
 }
 
-KVCache TransformerImpl::make_cache(int64_t batch, int64_t capacity) {
+KVCache TransformerImpl::make_cache(int64_t batch, int64_t capacity, const EvictionOptions& eviction) {
   if (capacity <= 0) capacity = cfg.context;
-  return KVCache::allocate(cfg, batch, capacity, wte->weight.options());
+  return KVCache::allocate(cfg, batch, capacity, wte->weight.options(), eviction);
 }
 
 int64_t TransformerImpl::parameter_count(bool include_embeddings) const {

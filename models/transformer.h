@@ -18,8 +18,13 @@ struct TransformerImpl : torch::nn::Module {
   // Training / scoring: tokens [B,T] -> logits [B,T,V], causal over T.
   torch::Tensor forward(const torch::Tensor& tokens);
   // Incremental: appends tokens [B,T] to each sequence of the cache (at its
-  // own length), advances the lengths, returns logits [B,T,V].
-  torch::Tensor forward(const torch::Tensor& tokens, KVCache& cache);
+  // own length), advances the lengths, returns logits [B,T,V]. `rows`
+  // (optional, one count per sequence): only the first rows[b] tokens of
+  // sequence b are real, the rest right padding, and sequence b's length
+  // grows by rows[b]. A plain cache writes the padding too (past the
+  // length, never visible, overwritten by the next tokens); an evicting one
+  // (models/eviction.h) must not, or it would evict real tokens for it.
+  torch::Tensor forward(const torch::Tensor& tokens, KVCache& cache, const std::vector<int64_t>& rows = {});
   // Next-token loss (mean cross-entropy) of tokens [B,T] against targets [B,T].
   torch::Tensor loss(const torch::Tensor& tokens, const torch::Tensor& targets);
   // What the trainer adds to the loss beyond cross-entropy: fused value
@@ -29,7 +34,7 @@ struct TransformerImpl : torch::nn::Module {
   // forward(tokens) that also fills the fused monitoring taps.
   torch::Tensor forward_traced(const torch::Tensor& tokens, FusedTrace& trace);
 
-  KVCache make_cache(int64_t batch, int64_t capacity = 0);
+  KVCache make_cache(int64_t batch, int64_t capacity = 0, const EvictionOptions& eviction = {});
 
   // The correction module (sfcl/oet; models/correction.h). Decode-time
   // switches for every block: the module's own c, identity, or given

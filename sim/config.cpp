@@ -124,10 +124,10 @@ std::vector<KeySpec> build_registry() {
   using R = RunConfig;
   const auto T = KeyRole::Training, E = KeyRole::Evaluation, O = KeyRole::Output;
   std::vector<KeySpec> k;
-  k.push_back({"variant", "string", "baseline | sfvl | sfcl | oet | fused | speculative | alibi | gated_attn | sfvl_best_of_n | sfvl_oracle | sfvl_random | contrastive", T,
+  k.push_back({"variant", "string", "baseline | sfvl | sfcl | oet | fused | speculative | alibi | gated_attn | sfvl_best_of_n | sfvl_oracle | sfvl_random | contrastive | streaming | h2o", T,
                [](R& c, const std::string& t) {
                  one_of({"baseline", "sfvl", "sfcl", "oet", "fused", "speculative", "alibi", "gated_attn", "sfvl_best_of_n",
-                         "sfvl_oracle", "sfvl_random", "contrastive"})(t);
+                         "sfvl_oracle", "sfvl_random", "contrastive", "streaming", "h2o"})(t);
                  c.variant = t;
                },
                [](const R& c) { return c.variant; }});
@@ -238,6 +238,18 @@ std::vector<KeySpec> build_registry() {
   k.push_back(float_key("contrastive.alpha", &R::contrastive, &ContrastiveConfig::alpha, E,
                         "contrastive search: degeneration penalty weight (Su et al. 2022: 0.6; 0 = greedy)",
                         in_range(0, 1)));
+
+  k.push_back(int_key("streaming.sinks", &R::streaming, &StreamingConfig::sinks, E,
+                      "streaming: first tokens always kept, the attention sinks (Xiao et al. 2024: 4; 0 = window attention)",
+                      at_least(0)));
+  k.push_back(int_key("streaming.window", &R::streaming, &StreamingConfig::window, E,
+                      "streaming: most recent tokens kept beside the sinks", at_least(1)));
+  k.push_back(str_key("streaming.positions", &R::streaming, &StreamingConfig::positions, E,
+                      "streaming: a token enters at its position in the text | at its index in the cache (section 3.2's rule)",
+                      one_of({"text", "cache"})));
+  k.push_back(float_key("h2o.budget", &R::h2o, &H2oConfig::budget, E,
+                        "h2o: tokens kept / model.context, half heavy hitters, half recent (Zhang et al. 2023: 0.2)",
+                        in_range(0, 1, /*open_lo=*/true)));
 
   k.push_back(str_key("fused.key_weighting", &R::fused, &FusedConfig::key_weighting, T, "off | scale | bias",
                       one_of({"off", "scale", "bias"})));
@@ -357,6 +369,9 @@ void validate(const RunConfig& c, const std::map<std::string, Origin>& origins) 
   if (c.judge.enabled && c.judge.dim % c.judge.heads != 0)
     fail("judge.heads", "judge.heads (" + std::to_string(c.judge.heads) + ") must divide judge.dim (" +
                             std::to_string(c.judge.dim) + ")");
+  if (c.variant == "h2o" && std::llround(c.h2o.budget * c.model.context) < 2)
+    fail("h2o.budget", "keeps " + std::to_string(std::llround(c.h2o.budget * c.model.context)) + " of model.context's " +
+                           std::to_string(c.model.context) + " tokens: at least 2 (a heavy hitter and a recent token)");
   double rank = std::stod(c.fused.value_rank);
   if (rank > static_cast<double>(c.model.head_dim()))
     fail("fused.value_rank", "must not exceed the head width (" + std::to_string(c.model.head_dim()) + ")");
@@ -398,6 +413,8 @@ std::string trained_family(const std::string& variant) {
   // The sfvl controls and contrastive search decode the baseline's checkpoint (issue 13).
   if (variant == "sfvl_best_of_n" || variant == "sfvl_oracle" || variant == "sfvl_random" || variant == "contrastive")
     return "baseline";
+  // KV cache eviction decodes the baseline's checkpoint (models/eviction.h).
+  if (variant == "streaming" || variant == "h2o") return "baseline";
   if (variant == "oet") return "sfcl";
   return variant;
 }
@@ -434,6 +451,8 @@ bool relevant(const std::string& key, const std::string& variant, bool training_
   if (variant == "contrastive" && (key == "decode.temperature" || key == "decode.top_k" || key == "decode.top_p"))
     return false;
   if (key.rfind("speculative.", 0) == 0) return variant == "speculative" && !training_only;
+  if (key.rfind("streaming.", 0) == 0) return variant == "streaming" && !training_only;
+  if (key.rfind("h2o.", 0) == 0) return variant == "h2o" && !training_only;
   if (key.rfind("fused.", 0) == 0) return family == "fused";
   if (key.rfind("sfcl.", 0) == 0) return family == "sfcl";
   if (key.rfind("oet.", 0) == 0) return variant == "oet" && !training_only;

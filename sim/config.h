@@ -112,6 +112,23 @@ struct ContrastiveConfig {
   double alpha = 0.6;                   // degeneration penalty weight (the paper's setting; 0 = greedy)
 };
 
+// streaming: StreamingLLM (Xiao et al., ICLR 2024, §3.2; models/eviction.h),
+// decoding the baseline's checkpoint with a cache of the first `sinks`
+// tokens and a rolling window of the most recent `window`.
+struct StreamingConfig {
+  int64_t sinks = 4;                    // attention sinks kept (the paper: 4 initial tokens)
+  int64_t window = 28;                  // recent tokens kept: 4 + 28 = a quarter of the default 128-token context,
+                                        // as the paper's 4 + 1020 cache is of Llama-2's 4096 (Table 1)
+  std::string positions = "text";       // text (each token at its position in the text) | cache (at its index in the cache)
+};
+
+// h2o: Heavy-Hitter Oracle (Zhang et al., NeurIPS 2023, §4, Algorithm 1;
+// models/eviction.h), decoding the baseline's checkpoint: the recent tokens
+// and the heavy hitters by accumulated attention, one evicted per step.
+struct H2oConfig {
+  double budget = 0.2;                  // tokens kept / model.context (the paper: 20%), half heavy hitters, half recent
+};
+
 // fused (seed 002 §2.1): the claimed replacement.
 struct FusedConfig {
   std::string key_weighting = "off";    // off | scale | bias
@@ -180,7 +197,7 @@ struct OutputConfig {
 };
 
 struct RunConfig {
-  std::string variant = "baseline";     // baseline | sfvl | sfcl | oet | fused | speculative | alibi | gated_attn
+  std::string variant = "baseline";     // baseline | sfvl | sfcl | oet | fused | speculative | alibi | gated_attn | streaming | h2o | ...
   int64_t seed = 1;                     // data order, init and sampling
   ModelConfig model;
   DataConfig data;
@@ -190,6 +207,8 @@ struct RunConfig {
   SpeculativeConfig speculative;
   ControlConfig control;
   ContrastiveConfig contrastive;
+  StreamingConfig streaming;
+  H2oConfig h2o;
   FusedConfig fused;
   SfclConfig sfcl;
   OetConfig oet;

@@ -26,6 +26,8 @@ struct Batch {
 // pad slots past a sequence's length are never visible (causal) and are
 // overwritten by its next tokens. Returns each sequence's last-token logits.
 torch::Tensor prefill(Transformer& model, KVCache& cache, const Batch& b, const torch::Device& dev) {
+  // (An evicting cache is given each prompt's length, so that it does not
+  // take the padding for tokens: models/transformer.h.)
   const int64_t B = b.seqs.size();
   int64_t T = 0;
   for (const auto& s : b.seqs) T = std::max<int64_t>(T, s.size());
@@ -36,11 +38,35 @@ torch::Tensor prefill(Transformer& model, KVCache& cache, const Batch& b, const 
     for (size_t j = 0; j < b.seqs[i].size(); ++j) acc[i][j] = b.seqs[i][j];
     lens[i] = b.seqs[i].size();
   }
-  auto logits = model->forward(tokens.to(dev), cache);  // [B,T,V]
+  auto logits = model->forward(tokens.to(dev), cache, lens);  // [B,T,V]
   auto len_t = torch::tensor(lens, torch::kLong).to(dev);
   cache.lengths.copy_(len_t);
   return logits.index({torch::arange(B, len_t.options()), len_t - 1});  // [B,V]
 }
+
+// What the caches held over a decode (DecodeOutput::kv_bytes_per_token, _peak).
+struct HeldBytes {
+  double held = 0, fed = 0;
+  int64_t peak_tokens = 0, bytes_per_token = 0;
+  // Sequences whose `running` is set, after a call that fed them.
+  void add(const KVCache& cache, const std::vector<bool>& running) {
+    bytes_per_token = cache.bytes_per_token();
+    // Read in place on the CPU (a decode step there is ~200 µs; a tensor call per sequence would show).
+    auto len = cache.lengths.is_cpu() ? cache.lengths : cache.lengths.to(torch::kCPU);
+    auto kept = !cache.evicting() ? len : cache.held.is_cpu() ? cache.held : cache.held.to(torch::kCPU);
+    len = len.contiguous();
+    kept = kept.contiguous();
+    const int64_t *lp = len.data_ptr<int64_t>(), *kp = kept.data_ptr<int64_t>();
+    for (size_t b = 0; b < running.size(); ++b) {
+      if (!running[b]) continue;
+      const int64_t n = lp[b], h = kp[b];
+      held += h;
+      fed += n;
+      // While a token attends, an evicting cache holds it beside its budget.
+      peak_tokens = std::max(peak_tokens, cache.evicting() ? std::min(n, cache.eviction.budget + 1) : n);
+    }
+  }
+};
 
 }  // namespace
 
@@ -81,6 +107,7 @@ DecodeOutput decode(Transformer& model, const std::vector<std::vector<int32_t>>&
   out.continuations.resize(prompts.size());
   out.timings.resize(prompts.size());
   const auto start_all = Clock::now();
+  HeldBytes bytes;
 
   for (size_t first = 0; first < prompts.size(); first += opt.batch) {
     const size_t B = std::min<size_t>(opt.batch, prompts.size() - first);
@@ -95,11 +122,11 @@ DecodeOutput decode(Transformer& model, const std::vector<std::vector<int32_t>>&
     b.token_times.resize(B);
     if (hook) hook->begin_batch(B);
 
-    auto cache = model->make_cache(B);
-    out.kv_bytes_per_token = cache.bytes_per_token();
+    auto cache = model->make_cache(B, 0, opt.eviction);
     const auto start = Clock::now();
     if (hook) hook->before_prefill(b.seqs);  // timed: its work is the variant's cost
     auto logits = fast ? fast->prefill(b.seqs, cache) : prefill(model, cache, b, dev);  // [B,V]
+    bytes.add(cache, b.active);
     std::vector<double> temperature(B, opt.sampling.temperature);
 
     int64_t steps = 0;
@@ -160,11 +187,23 @@ DecodeOutput decode(Transformer& model, const std::vector<std::vector<int32_t>>&
         auto feed = torch::tensor(newest, torch::kLong).view({static_cast<int64_t>(B), 1});
         logits = model->forward(feed.to(dev), cache).select(1, 0);  // [B,V]
       }
+      bytes.add(cache, b.active);
+      // An evicting cache drops a held slot too. Its dummy, always re-fed at
+      // the same text position, would otherwise pile up in H2O's recent
+      // window until no token could be evicted; this way a finished
+      // sequence's dummies evict at most once, and its cache (never read
+      // again) still costs a row per step, as the baseline's does.
       if (cache.lengths.is_cpu()) {  // no tensor round trip on the CPU, where a step is ~200 µs
         int64_t* len = cache.lengths.data_ptr<int64_t>();
-        for (size_t i = 0; i < B; ++i) len[i] -= finished[i];
+        int64_t* held = cache.evicting() ? cache.held.data_ptr<int64_t>() : nullptr;
+        for (size_t i = 0; i < B; ++i) {
+          len[i] -= finished[i];
+          if (held) held[i] -= finished[i];
+        }
       } else {
-        cache.lengths -= torch::tensor(finished, torch::kLong).to(dev);
+        auto done = torch::tensor(finished, torch::kLong).to(dev);
+        cache.lengths -= done;
+        if (cache.evicting()) cache.held -= done;
       }
     }
 
@@ -172,6 +211,9 @@ DecodeOutput decode(Transformer& model, const std::vector<std::vector<int32_t>>&
       out.record(first + i, b.seqs[i].begin() + b.prompt_len[i], b.seqs[i].end(), opt.eos_id, start, b.token_times[i]);
   }
   out.seconds = std::chrono::duration<double>(Clock::now() - start_all).count();
+  out.kv_bytes_per_token = opt.eviction.on() && bytes.fed > 0 ? bytes.bytes_per_token * (bytes.held / bytes.fed)
+                                                               : static_cast<double>(bytes.bytes_per_token);
+  out.kv_bytes_peak = bytes.peak_tokens * bytes.bytes_per_token;
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "models/eviction.h"
 #include "models/sampling.h"
 #include "models/transformer.h"
 #include "sim/config.h"
@@ -21,6 +22,7 @@ struct DecodeOptions {
   int64_t batch = 8;
   int32_t eos_id = -1;  // a sequence that samples eos stops (its later tokens are dropped)
   bool fast_step = true;  // the hand-written CPU step (models/decode_step.h) where the model allows it
+  EvictionOptions eviction;  // the KV cache's eviction (streaming, h2o; models/eviction.h); off by default
 };
 
 // The options a run's [decode] section describes.
@@ -66,7 +68,14 @@ struct DecodeOutput {
   std::vector<RequestTiming> timings;               // per prompt
   double seconds = 0;                               // wall time of the whole decode
   int64_t kept_tokens = 0;                          // tokens in continuations
-  int64_t kv_bytes_per_token = 0;
+  // Cache bytes, from the cache's tensors (KVCache::bytes_per_token). decode()
+  // measures what the cache holds: after the prefill and after every step,
+  // each running sequence's held tokens over the tokens it has been fed;
+  // kv_bytes_per_token is bytes per token × Σ held / Σ fed (for a cache that
+  // keeps every token, bytes per token itself), kv_bytes_peak the most one
+  // sequence's cache held at once, the token attending included (0: not measured).
+  double kv_bytes_per_token = 0;
+  int64_t kv_bytes_peak = 0;
   bool fast_step = false;      // the hand-written step decoded (models/decode_step.h)
   std::string step_note;       // asked for the fast step but not on it: why not
 

@@ -1,5 +1,6 @@
 #include "sim/model_options.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace zl {
@@ -22,6 +23,24 @@ FusedOptions fused_options(const RunConfig& cfg) {
   o.gate_top_k = f.gate_top_k;
   o.gate_hidden = f.gate_hidden;
   return o;
+}
+
+EvictionOptions eviction_options(const RunConfig& cfg) {
+  EvictionOptions e;
+  using P = EvictionOptions::Policy;
+  if (cfg.variant == "streaming") {
+    // StreamingLLM (§3.2): the sinks and the window, sinks + window held.
+    e.policy = P::Streaming;
+    e.sinks = cfg.streaming.sinks;
+    e.budget = cfg.streaming.sinks + cfg.streaming.window;
+    e.cache_positions = cfg.streaming.positions == "cache";
+  } else if (cfg.variant == "h2o") {
+    // H2O: a share of the context (the paper's 20%), half recent tokens, half heavy hitters (models/eviction.h).
+    e.policy = P::H2O;
+    e.budget = std::min<int64_t>(cfg.model.context, std::max<int64_t>(2, std::llround(cfg.h2o.budget * cfg.model.context)));
+    e.recent = e.budget - e.budget / 2;
+  }
+  return e;
 }
 
 ModelConfig model_config(const RunConfig& cfg, int64_t vocab) {

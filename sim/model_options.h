@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 
+#include "models/eviction.h"
 #include "models/model_config.h"
 #include "sim/config.h"
 
@@ -13,6 +14,11 @@ namespace zl {
 // variant is fused. fused.value_rank above 1 is a rank, at most 1 a ratio of
 // the head width (rounded, at least 1), 0 off.
 FusedOptions fused_options(const RunConfig& cfg);
+
+// The KV cache eviction a run decodes with: streaming's sinks and window,
+// h2o's budget (h2o.budget × model.context tokens, rounded, at least 2;
+// recent ⌈budget/2⌉, heavy hitters the rest); off for other variants.
+EvictionOptions eviction_options(const RunConfig& cfg);
 
 // The model a run trains, with `vocab` from its tokenizer.
 ModelConfig model_config(const RunConfig& cfg, int64_t vocab);

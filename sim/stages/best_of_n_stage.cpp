@@ -91,6 +91,7 @@ DecodeOutput best_of_n_decode(Transformer& model, const std::vector<std::vector<
   out.timings.resize(prompts.size());
   out.seconds = all.seconds;
   out.kv_bytes_per_token = all.kv_bytes_per_token;
+  out.kv_bytes_peak = all.kv_bytes_peak;
   out.fast_step = all.fast_step;
   out.step_note = all.step_note;
   for (size_t i = 0; i < prompts.size(); ++i) {

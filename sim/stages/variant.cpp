@@ -4,6 +4,7 @@
 
 #include "sim/stages/best_of_n_stage.h"
 #include "sim/stages/contrastive_stage.h"
+#include "sim/stages/eviction_stage.h"
 #include "sim/stages/fused_stage.h"
 #include "sim/stages/oet_stage.h"
 #include "sim/stages/sfcl_stage.h"
@@ -23,6 +24,8 @@ std::unique_ptr<VariantStage> make_variant_stage(const RunConfig& cfg) {
   if (cfg.variant == "sfvl_oracle" || cfg.variant == "sfvl_random") return make_sfvl_stage(cfg);
   if (cfg.variant == "sfvl_best_of_n") return make_best_of_n_stage(cfg);
   if (cfg.variant == "contrastive") return make_contrastive_stage(cfg);
+  // KV cache eviction on the baseline's checkpoint (models/eviction.h).
+  if (cfg.variant == "streaming" || cfg.variant == "h2o") return make_eviction_stage(cfg);
   if (cfg.variant == "speculative") return make_speculative_stage(cfg);
   if (cfg.variant == "fused") return std::make_unique<FusedStage>();
   if (cfg.variant == "sfcl") return std::make_unique<SfclStage>();

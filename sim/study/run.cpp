@@ -123,7 +123,8 @@ RunRecord execute_run(const RunConfig& cfg) {
     run->stage->add_timing(ctx, r);
     m["decode_timing_arms"] = 1;
   }
-  m["kv_bytes_per_token"] = static_cast<double>(quality.kv_bytes_per_token);
+  m["kv_bytes_per_token"] = quality.kv_bytes_per_token;
+  if (quality.kv_bytes_peak > 0) m["kv_bytes_peak"] = static_cast<double>(quality.kv_bytes_peak);
 
   // decoder → metrics: the checker judges each continuation (contracts only).
   Table items;
