@@ -21,6 +21,9 @@ struct FusedTrace;
 
 struct LayerCache {
   torch::Tensor k, v;  // [B, H, capacity, D]; v is [B, H, capacity, r] with fused value distillation
+  // latent_kv (models/latent_kv.h): [B, capacity, r], the joint latent c of
+  // each cached token, shared by every head; k and v are then undefined.
+  torch::Tensor latent;
   // fused key weighting, per cached token (undefined when off). Both are
   // indexed by position, so rolling back `lengths` rolls them back too:
   // slot p is rewritten whenever position p is fed again.
@@ -39,8 +42,9 @@ struct KVCache {
   // Rolls sequence b back to `length` tokens (length <= its current length).
   void truncate(int64_t b, int64_t length);
   // Bytes held per cached token over all layers, measured from the tensors:
-  // K and V (r values with fused value distillation) and fused per-token state.
-  // `parts` (optional) receives them apart: "k", "v", "fused_state".
+  // K and V (r values with fused value distillation), latent_kv's latent, and
+  // fused per-token state. `parts` (optional) receives them apart: "k", "v",
+  // "latent", "fused_state".
   int64_t bytes_per_token(std::map<std::string, int64_t>* parts = nullptr) const;
 };
 

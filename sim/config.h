@@ -159,6 +159,23 @@ struct GatedAttnConfig {
   bool bias = false;                    // add a bias inside the sigmoid (the paper's σ(X W_θ) has none)
 };
 
+// latent_kv (issue 13 §3; models/latent_kv.h): keys and values compressed
+// jointly to one latent of `rank` values per token and layer, the only thing
+// the KV cache holds, up-projected per head.
+struct LatentConfig {
+  // trained: MLA trained from scratch (DeepSeek-V2 §2.1.2), its own
+  // checkpoint; svd: the baseline's checkpoint, its K/V projections
+  // factorised after training (Palu, J-LRD), sharing the baseline's checkpoint.
+  std::string mode = "trained";
+  // An integer rank ("64"), or with a decimal point a share of the
+  // baseline's per-layer K/V width 2·model.dim ("0.25"). 0.5: half the
+  // baseline's cache, which is MLA's d_c = 4·d_h (§3.1.2) at 4 heads and
+  // Palu's main setting (50% compression); the joint latent is lossless there.
+  std::string rank = "0.5";
+  bool norm = true;                     // trained: RMSNorm on the latent (DeepSeek-V2 §3.1.2)
+  std::string svd_factor = "joint";     // svd: joint ([W_K; W_V] at rank r) | separate (Palu's: each at r/2)
+};
+
 // The independent judge (SPEC §2's reference model, issue 17 §7): a larger
 // language model trained longer on the same corpus and tokenizer, once per
 // study (keyed like a checkpoint), that scores judge_nll for every run and
@@ -180,7 +197,7 @@ struct OutputConfig {
 };
 
 struct RunConfig {
-  std::string variant = "baseline";     // baseline | sfvl | sfcl | oet | fused | speculative | alibi | gated_attn
+  std::string variant = "baseline";     // baseline | sfvl | sfcl | oet | fused | speculative | alibi | gated_attn | latent_kv ...
   int64_t seed = 1;                     // data order, init and sampling
   ModelConfig model;
   DataConfig data;
@@ -195,6 +212,7 @@ struct RunConfig {
   OetConfig oet;
   AlibiConfig alibi;
   GatedAttnConfig gated_attn;
+  LatentConfig latent;
   JudgeConfig judge;
   OutputConfig output;
 };
@@ -246,11 +264,21 @@ std::string train_id(const RunConfig& cfg);
 
 // Whether `key` is part of a `variant` run's identity (another variant's
 // section is not: a baseline run is the same whatever fused.alpha says).
+// The RunConfig form also reads the variant's mode (latent.mode), which
+// decides whether latent.norm or latent.svd_factor matters.
 bool relevant_key(const std::string& key, const std::string& variant);
+bool relevant_key(const std::string& key, const RunConfig& cfg);
 
 // The model family a variant trains: baseline and sfvl share the language
-// model; oet starts from a trained sfcl model (SPEC §1).
+// model; oet starts from a trained sfcl model (SPEC §1). The RunConfig form
+// also reads the mode: latent_kv with latent.mode = svd decodes the
+// baseline's checkpoint ("baseline"), with trained its own ("latent_kv").
 std::string trained_family(const std::string& variant);
+std::string trained_family(const RunConfig& cfg);
+
+// latent_kv: latent.rank resolved to a rank (a share times 2·model.dim,
+// rounded, at least 1); latent.rank's text is checked when it is set.
+int64_t latent_rank(const RunConfig& cfg);
 
 std::string hash_hex(const std::string& text);
 

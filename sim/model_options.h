@@ -14,7 +14,8 @@ namespace zl {
 // the head width (rounded, at least 1), 0 off.
 FusedOptions fused_options(const RunConfig& cfg);
 
-// The model a run trains, with `vocab` from its tokenizer.
+// The model a run trains, with `vocab` from its tokenizer (latent_kv in svd
+// mode: the baseline's, factorised later by its stage, sim/latent_kv_stage.h).
 ModelConfig model_config(const RunConfig& cfg, int64_t vocab);
 
 }  // namespace zl
