@@ -19,9 +19,10 @@ bool cpu_float_rows(const torch::Tensor& t) {
   return t.device().is_cpu() && t.scalar_type() == torch::kFloat && t.dim() == 2;
 }
 
-// Inverse CDF: the count of cumulative masses <= u, clamped to the last
-// index. The masses only grow, so the count is the first one above u;
-// summed in double and compared in float, as ATen's CPU cumsum of floats.
+}  // namespace
+
+// The masses only grow, so the count is the first one above u; summed in
+// double and compared in float, as ATen's CPU cumsum of floats.
 int64_t inverse_cdf(const float* p, int64_t V, float u) {
   double cum = 0;
   int64_t j = 0;
@@ -32,13 +33,12 @@ int64_t inverse_cdf(const float* p, int64_t V, float u) {
   return std::min(j, V - 1);
 }
 
-// sampling_probs on the CPU for float logits [B,V] into probs [B,V]: the
-// tensor form's arithmetic in loops over the rows, the softmax by the decode
-// step's kernel (models/blas.h; its exp is within 2e-7 of ATen's). A decode
-// step at batch 8 takes under 0.2 ms, and the tensor form's dispatched
+// The tensor form's arithmetic in loops over the rows, the softmax by the
+// decode step's kernel (models/blas.h; its exp is within 2e-7 of ATen's). A
+// decode step at batch 8 takes under 0.2 ms, and the tensor form's dispatched
 // operators were a measurable share of it; ATen's softmax would also wake
 // LibTorch's threads between steps (models/spin_team.h).
-void probs_cpu(const float* in, int64_t B, int64_t V, const SamplingOptions& opt, float* probs) {
+void sampling_probs_rows(const float* in, int64_t B, int64_t V, const SamplingOptions& opt, float* probs) {
   const float t = static_cast<float>(std::max(opt.temperature, 1e-6));
   for (int64_t i = 0; i < B * V; ++i) probs[i] = in[i] / t;
   if (opt.top_k > 0 && opt.top_k < V) {
@@ -76,13 +76,11 @@ void probs_cpu(const float* in, int64_t B, int64_t V, const SamplingOptions& opt
   }
 }
 
-}  // namespace
-
 torch::Tensor sampling_probs(const torch::Tensor& logits, const SamplingOptions& opt) {
   if (cpu_float_rows(logits)) {
     auto x = logits.contiguous();
     auto probs = torch::empty_like(x);
-    probs_cpu(x.data_ptr<float>(), x.size(0), x.size(1), opt, probs.data_ptr<float>());
+    sampling_probs_rows(x.data_ptr<float>(), x.size(0), x.size(1), opt, probs.data_ptr<float>());
     return probs;
   }
   auto scaled = logits.to(torch::kFloat) / std::max(opt.temperature, 1e-6);  // [B,V]
@@ -124,7 +122,7 @@ torch::Tensor draw(const torch::Tensor& probs, at::Generator& gen) {
 namespace {
 
 // sample_next on the CPU for float logits: greedy by the first maximum (as
-// argmax), else probs_cpu and draw's loop. A draw differs from the tensor
+// argmax), else sampling_probs_rows and draw's loop. A draw differs from the tensor
 // form's only when u falls within the exps' 2e-7 of a cumulative boundary.
 torch::Tensor sample_cpu(const torch::Tensor& logits, const SamplingOptions& opt, at::Generator& gen) {
   auto x = logits.contiguous();

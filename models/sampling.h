@@ -15,6 +15,14 @@ struct SamplingOptions {
 // logits [B,V] -> the filtered, renormalised distribution [B,V] (float32).
 torch::Tensor sampling_probs(const torch::Tensor& logits, const SamplingOptions& opt);
 
+// sampling_probs on CPU float rows, without ATen: logits [B,V] row-major
+// into probs [B,V] (for loops that sample row by row: speculative decoding).
+void sampling_probs_rows(const float* logits, int64_t B, int64_t V, const SamplingOptions& opt, float* probs);
+
+// draw's rule for one distribution p[V] and one uniform u in [0, 1): the
+// count of cumulative masses <= u, clamped to V − 1.
+int64_t inverse_cdf(const float* p, int64_t V, float u);
+
 // Draws one token per row of probs [B,V] -> [B] int64. Greedy when temperature is 0.
 torch::Tensor sample_next(const torch::Tensor& logits, const SamplingOptions& opt, at::Generator& gen);
 

@@ -211,35 +211,6 @@ void OetStage::prepare(const StageContext& ctx, RunRecord& r) {
   m["oet_table_rows"] = static_cast<double>(rows);
   m["oet_trigger_bytes"] = static_cast<double>(trigger_->lexicon_bytes());
 
-  // One lookup, timed in-process over every row in turn, in this thread's
-  // CPU time (a shared machine's other load does not inflate it; the wall
-  // time is reported beside it). The fastest of 5 blocks of 20000 lookups:
-  // a block that met a context switch or a cold cache only errs upward, and
-  // one block alone moved the study's mean by a third between two runs
-  // (332 vs 433 ns, issue 12). bench/zl_bench.cpp has the Google Benchmark
-  // of the same call.
-  {
-    std::vector<float> buf(static_cast<size_t>(table_.cols()));
-    constexpr int64_t kBlocks = 5, kLookups = 20000;
-    volatile float sink = 0;
-    double best_cpu = INFINITY, best_wall = INFINITY;
-    for (int64_t b = 0; b < kBlocks; ++b) {
-      timespec c0{}, c1{};
-      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
-      const auto s0 = std::chrono::steady_clock::now();
-      for (int64_t i = 0; i < kLookups; ++i) {
-        table_.lookup(i % table_.rows(), buf.data());
-        sink = sink + buf[static_cast<size_t>(i % table_.cols())];
-      }
-      const auto s1 = std::chrono::steady_clock::now();
-      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
-      best_cpu = std::min(best_cpu, ((c1.tv_sec - c0.tv_sec) * 1e9 + (c1.tv_nsec - c0.tv_nsec)) / kLookups);
-      best_wall = std::min(best_wall, std::chrono::duration<double, std::nano>(s1 - s0).count() / kLookups);
-    }
-    m["oet_lookup_ns"] = best_cpu;
-    m["oet_lookup_wall_ns"] = best_wall;
-  }
-
   // Validation loss with oet's corrections, teacher-forced.
   {
     torch::NoGradGuard no_grad;
@@ -274,7 +245,38 @@ DecodeOutput OetStage::decode(const StageContext& ctx, const std::vector<std::ve
                events_, &log_item_, &log_position_, &log_kind_);
   auto out = zl::decode(ctx.model, prompts, opt, gen, &hook);
   ctx.model->set_correction_mode(CorrectionMode::Module);
+  if (!logged) time_lookups();
   return out;
+}
+
+// One lookup, timed in-process over every row in turn, in this thread's CPU
+// time (the wall time beside it), one block of 5000 after each timed pass,
+// and the fastest block kept: a block that met a context switch, a cold
+// cache or a busy sibling hyperthread only errs upward. Blocks spread over
+// the passes (over the paired timing's rounds, sim/paired_timing.h) see the
+// machine at several moments; 5 blocks back to back in one run's
+// preparation still gave one seed 396 ns against the others' 280 (issue 12).
+// bench/zl_bench.cpp has the Google Benchmark of the same call.
+void OetStage::time_lookups() {
+  std::vector<float> buf(static_cast<size_t>(table_.cols()));
+  constexpr int64_t kLookups = 5000;
+  volatile float sink = 0;
+  timespec c0{}, c1{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+  const auto s0 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < kLookups; ++i) {
+    table_.lookup(i % table_.rows(), buf.data());
+    sink = sink + buf[static_cast<size_t>(i % table_.cols())];
+  }
+  const auto s1 = std::chrono::steady_clock::now();
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+  lookup_cpu_ns_ = std::min(lookup_cpu_ns_, ((c1.tv_sec - c0.tv_sec) * 1e9 + (c1.tv_nsec - c0.tv_nsec)) / kLookups);
+  lookup_wall_ns_ = std::min(lookup_wall_ns_, std::chrono::duration<double, std::nano>(s1 - s0).count() / kLookups);
+}
+
+void OetStage::add_timing(const StageContext& ctx, RunRecord& r) {
+  r.metrics["oet_lookup_ns"] = lookup_cpu_ns_;
+  r.metrics["oet_lookup_wall_ns"] = lookup_wall_ns_;
 }
 
 void OetStage::add_flops(const StageContext& ctx, int64_t context, std::map<std::string, double>& per_module) {

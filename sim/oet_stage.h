@@ -17,6 +17,7 @@
 // (validation loss teacher-forced with oet's corrections). Table oet/events:
 // every event fired in the quality pass (item, position, kind).
 #pragma once
+#include <cmath>
 #include <memory>
 
 #include "models/event_trigger.h"
@@ -53,8 +54,12 @@ class OetStage : public VariantStage {
                       const DecodeOptions& opt, at::Generator& gen, bool logged) override;
   void add_flops(const StageContext& ctx, int64_t context, std::map<std::string, double>& per_module) override;
   void finish(const StageContext& ctx, const Prompts& prompts, const DecodeOutput& quality, RunRecord& r) override;
+  // oet_lookup_ns: one block of lookups after each timed pass, the fastest.
+  void add_timing(const StageContext& ctx, RunRecord& r) override;
 
  private:
+  void time_lookups();
+
   std::unique_ptr<EventTrigger> trigger_;
   OfflineTable table_;
   // The quality pass's log.
@@ -62,6 +67,8 @@ class OetStage : public VariantStage {
   int64_t events_[kEventKinds] = {0, 0, 0};
   std::vector<int64_t> log_item_, log_position_;
   std::vector<std::string> log_kind_;
+  // The fastest block of lookups so far, per lookup: thread CPU time and wall time.
+  double lookup_cpu_ns_ = INFINITY, lookup_wall_ns_ = INFINITY;
 };
 
 }  // namespace zl

@@ -3,9 +3,9 @@
 // apart, two arms met different load on a shared machine, and a seed's
 // throughput ratio moved by a quarter between two runs of the same study
 // (issue 12). Here the complete runs of one seed are opened together, warmed
-// up, and timed pass by pass in rotating order (arm k first in round k), so
-// every arm of a seed sees the same stretch of machine time; each shard then
-// gets its timing metrics and tables, written atomically.
+// up, and timed pass by pass, round after round, each round in an order drawn
+// afresh, so every arm of a seed sees the same stretch of machine time; each
+// shard then gets its timing metrics and tables, written atomically.
 #pragma once
 #include <string>
 #include <vector>

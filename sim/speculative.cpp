@@ -11,9 +11,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double uniform(at::Generator& gen) { return torch::rand({1}, gen, torch::kDouble).item<double>(); }
+// n uniforms in [0, 1) from `gen`, in one call.
+torch::Tensor uniforms(int64_t n, at::Generator& gen) { return torch::rand({n}, gen, torch::kFloat); }
 
-// Writes rows of `tokens` [B,T] right-padded from `rows`; returns the tensor.
+// A model call's logits as CPU float rows [B,T,V] (the fast step's already are).
+torch::Tensor cpu_rows(const torch::Tensor& logits) { return logits.to(torch::kCPU, torch::kFloat).contiguous(); }
+
 // Rows right-padded with 0 to T tokens each.
 std::vector<std::vector<int64_t>> padded(std::vector<std::vector<int64_t>> rows, int64_t T) {
   for (auto& r : rows) r.resize(T, 0);
@@ -38,36 +41,38 @@ torch::Tensor run(Transformer& m, std::optional<DecodeStep>& fast, KVCache& cach
 
 }  // namespace
 
-std::vector<int64_t> accept_drafts(const torch::Tensor& p, const torch::Tensor& q, const std::vector<int64_t>& drafted,
-                                   at::Generator& gen) {
+std::vector<int64_t> accept_drafts(const float* p, const float* q, int64_t V, const std::vector<int64_t>& drafted,
+                                   const float* u) {
   std::vector<int64_t> kept;
   const int64_t G = drafted.size();
-  // Read on the CPU: an .item() per drafted token cost more than a decode step.
-  const auto pc = p.to(torch::kCPU, torch::kFloat).contiguous(), qc = q.to(torch::kCPU, torch::kFloat).contiguous();
-  const float *pp = pc.data_ptr<float>(), *qp = qc.data_ptr<float>();
-  const int64_t V = p.size(1);
   for (int64_t j = 0; j < G; ++j) {
     const int64_t x = drafted[j];
-    const double px = pp[j * V + x], qx = qp[j * V + x];
-    if (qx > 0 && uniform(gen) < std::min(1.0, px / qx)) {
+    const double px = p[j * V + x], qx = q[j * V + x];
+    if (qx > 0 && u[j] < std::min(1.0, px / qx)) {
       kept.push_back(x);
       continue;
     }
-    // Rejected: draw from the residual norm(max(0, p − q)), in a loop (the
-    // tensor form's five operators and two reads were most of a round).
+    // Rejected: draw from the residual norm(max(0, p − q)).
     std::vector<float> residual(V);
     double mass = 0;
-    for (int64_t v = 0; v < V; ++v) mass += residual[v] = std::max(0.0f, pp[j * V + v] - qp[j * V + v]);
+    for (int64_t v = 0; v < V; ++v) mass += residual[v] = std::max(0.0f, p[j * V + v] - q[j * V + v]);
     if (!(mass > 0)) {
-      kept.push_back(draw_one(pp + j * V, V, gen));
+      kept.push_back(inverse_cdf(p + j * V, V, u[G]));
       return kept;
     }
     for (float& r : residual) r = static_cast<float>(r / mass);
-    kept.push_back(draw_one(residual.data(), V, gen));
+    kept.push_back(inverse_cdf(residual.data(), V, u[G]));
     return kept;
   }
-  kept.push_back(draw_one(pp + G * V, V, gen));  // all kept: one more from the model
+  kept.push_back(inverse_cdf(p + G * V, V, u[G]));  // all kept: one more from the model
   return kept;
+}
+
+std::vector<int64_t> accept_drafts(const torch::Tensor& p, const torch::Tensor& q, const std::vector<int64_t>& drafted,
+                                   at::Generator& gen) {
+  const auto pc = p.to(torch::kCPU, torch::kFloat).contiguous(), qc = q.to(torch::kCPU, torch::kFloat).contiguous();
+  const auto u = uniforms(static_cast<int64_t>(drafted.size()) + 1, gen);
+  return accept_drafts(pc.data_ptr<float>(), qc.data_ptr<float>(), p.size(1), drafted, u.data_ptr<float>());
 }
 
 DecodeOutput speculative_decode(Transformer& model, Transformer& draft, const std::vector<std::vector<int32_t>>& prompts,
@@ -77,7 +82,7 @@ DecodeOutput speculative_decode(Transformer& model, Transformer& draft, const st
   model->eval();
   draft->eval();
   const auto dev = model->wte->weight.device();
-  const int64_t C = model->cfg.context;
+  const int64_t C = model->cfg.context, V = model->cfg.vocab;
   DecodeOutput out;
   // The draft's step shares the model's team (one team per process).
   std::optional<DecodeStep> fast, draft_fast;
@@ -132,8 +137,11 @@ DecodeOutput speculative_decode(Transformer& model, Transformer& draft, const st
       // Finished sequences are fed dummies at position 0: their caches are not read again.
       auto park = [&](KVCache& c) {
         for (int64_t i = 0; i < B; ++i)
-          if (!active[i]) c.lengths[i] = 0;
+          if (!active[i]) c.truncate(i, 0);
       };
+      // The round samples from CPU float rows in loops, one uniform draw per
+      // step: per sequence and token, ATen's indexing, sampling and .item()
+      // calls took more than the fast step's own work (issue 12).
 
       // 1. The draft catches up on the tokens it has not seen (1 or 2).
       std::vector<std::vector<int64_t>> pending(B);
@@ -144,33 +152,31 @@ DecodeOutput speculative_decode(Transformer& model, Transformer& draft, const st
         P = std::max<int64_t>(P, pending[i].size());
       }
       park(dcache);
-      auto dlogits = run(draft, draft_fast, dcache, pending, P);  // [B,P,V]
-      std::vector<int64_t> last(B);
+      auto dlogits = cpu_rows(run(draft, draft_fast, dcache, pending, P));  // [B,P,V]
+      std::vector<const float*> newest(B);  // each sequence's draft logits at its newest token
       for (int64_t i = 0; i < B; ++i) {
-        last[i] = static_cast<int64_t>(pending[i].size()) - 1;
+        newest[i] = dlogits.data_ptr<float>() + (i * P + static_cast<int64_t>(pending[i].size()) - 1) * V;
         if (active[i]) dcache.truncate(i, dlen[i] + pending[i].size());
       }
-      auto step_logits = dlogits.index({torch::arange(B, torch::kLong).to(dev), torch::tensor(last).to(dev)});  // [B,V]
 
-      // 2. The draft proposes G tokens.
-      std::vector<torch::Tensor> q;  // G × [B,V]
+      // 2. The draft proposes G tokens: q[i] holds sequence i's G distributions [G,V].
+      std::vector<std::vector<float>> q(B, std::vector<float>(G * V));
       std::vector<std::vector<int64_t>> drafted(B);
       for (int64_t j = 0; j < G; ++j) {
-        auto qj = sampling_probs(step_logits, opt.sampling).to(torch::kCPU);  // [B,V]
-        auto x = draw(qj, gen).contiguous();                                  // [B] on the CPU
-        const int64_t* xs = x.data_ptr<int64_t>();
-        q.push_back(qj);
+        const auto u = uniforms(B, gen);
         std::vector<std::vector<int64_t>> proposed(B);
         for (int64_t i = 0; i < B; ++i) {
-          drafted[i].push_back(xs[i]);
+          float* qj = q[i].data() + j * V;
+          sampling_probs_rows(newest[i], 1, V, opt.sampling, qj);
+          drafted[i].push_back(inverse_cdf(qj, V, u.data_ptr<float>()[i]));
           proposed[i] = {drafted[i].back()};
         }
         if (j + 1 < G) {
           park(dcache);
-          step_logits = run(draft, draft_fast, dcache, proposed, 1).select(1, 0);
+          dlogits = cpu_rows(run(draft, draft_fast, dcache, proposed, 1));  // [B,1,V]
+          for (int64_t i = 0; i < B; ++i) newest[i] = dlogits.data_ptr<float>() + i * V;
         }
       }
-      auto qs = torch::stack(q, 1);  // [B,G,V]
 
       // 3. The model scores the newest token and the G drafts in one pass.
       std::vector<std::vector<int64_t>> feed(B);
@@ -179,15 +185,17 @@ DecodeOutput speculative_decode(Transformer& model, Transformer& draft, const st
         feed[i].insert(feed[i].end(), drafted[i].begin(), drafted[i].end());
       }
       park(tcache);
-      auto plogits = run(model, fast, tcache, feed, G + 1);  // [B,G+1,V]
-      auto ps = sampling_probs(plogits.reshape({B * (G + 1), -1}), opt.sampling).view({B, G + 1, -1}).to(torch::kCPU);
+      const auto plogits = cpu_rows(run(model, fast, tcache, feed, G + 1));  // [B,G+1,V]
+      const auto u = uniforms(B * (G + 1), gen);  // per sequence: G accept tests, then its last draw
+      std::vector<float> p((G + 1) * V);
 
       // 4. Accept or reject, per sequence; roll both caches back to what was kept.
       const auto now = Clock::now();
       for (int64_t i = 0; i < B; ++i) {
         if (!active[i]) continue;
         const int64_t L = seqs[i].size();
-        auto kept = accept_drafts(ps[i], qs[i], drafted[i], gen);
+        sampling_probs_rows(plogits.data_ptr<float>() + i * (G + 1) * V, G + 1, V, opt.sampling, p.data());
+        auto kept = accept_drafts(p.data(), q[i].data(), V, drafted[i], u.data_ptr<float>() + i * (G + 1));
         const int64_t n = static_cast<int64_t>(kept.size()) - 1;  // drafts accepted
         stats.drafted += G;
         stats.accepted += n;

@@ -32,6 +32,13 @@ struct SpeculativeStats {
 std::vector<int64_t> accept_drafts(const torch::Tensor& p, const torch::Tensor& q, const std::vector<int64_t>& drafted,
                                    at::Generator& gen);
 
+// The same rule on CPU float rows p [γ+1,V] and q [γ,V], with γ+1 uniforms
+// u: u[j] tests draft j, u[γ] draws the last token (from the residual at a
+// rejection, else from p[γ]); one uniform per test and one per draw, as
+// the rule needs, drawn together.
+std::vector<int64_t> accept_drafts(const float* p, const float* q, int64_t V, const std::vector<int64_t>& drafted,
+                                   const float* u);
+
 // Decodes like zl::decode (same options, prompts, timing definitions), with
 // `draft` proposing `lookahead` tokens per round.
 DecodeOutput speculative_decode(Transformer& model, Transformer& draft, const std::vector<std::vector<int32_t>>& prompts,
