@@ -77,11 +77,13 @@ void check_rank(const std::string& v) {
   if (r > 1 && std::floor(r) != r) throw std::invalid_argument("a rank above 1 must be an integer, got " + v);
 }
 
-// `latent.rank`: an integer rank >= 1, or (with a decimal point or an
-// exponent) a share in (0,1] of the baseline's K/V width.
+// `latent.rank`: auto (each mode's paper's default, latent_rank()), an
+// integer rank >= 1, or (with a decimal point or an exponent) a share in
+// (0,1] of the baseline's K/V width.
 bool is_share(const std::string& v) { return v.find_first_of(".eE") != std::string::npos; }
 
 void check_latent_rank(const std::string& v) {
+  if (v == "auto") return;
   if (is_share(v)) {
     double r = parse_float(v);
     if (r <= 0 || r > 1)
@@ -89,7 +91,7 @@ void check_latent_rank(const std::string& v) {
     return;
   }
   if (parse_int(v) < 1)
-    throw std::invalid_argument("must be a rank >= 1 or a share in (0,1] of the K/V width (0.25), got " + v);
+    throw std::invalid_argument("must be auto, a rank >= 1 or a share in (0,1] of the K/V width (0.25), got " + v);
 }
 
 // ---- registry builders -----------------------------------------------------
@@ -307,21 +309,31 @@ std::vector<KeySpec> build_registry() {
 
   // latent_kv: mode, rank and norm shape the trained model (trained); in svd
   // mode none of them enters train_id (relevant() below), so the run shares
-  // the baseline's checkpoint and svd_factor, a decode-time choice, is
-  // Evaluation.
+  // the baseline's checkpoint, and the svd_* keys, choices made after
+  // training, are Evaluation.
   k.push_back(str_key("latent.mode", &R::latent, &LatentConfig::mode, T,
                       "trained (MLA, DeepSeek-V2 2.1.2: its own checkpoint) | svd (Palu: the baseline's checkpoint, "
                       "its K/V projections factorised after training)",
                       one_of({"trained", "svd"})));
   k.push_back(str_key("latent.rank", &R::latent, &LatentConfig::rank, T,
-                      "latent values cached per token and layer: a rank (64), or with a decimal point a share of the "
-                      "baseline's K/V width 2*model.dim (0.5); at most model.dim (joint), 2*model.dim (separate)",
+                      "latent values cached per token and layer: auto (trained: 4*head width as DeepSeek-V2 3.1.2, at "
+                      "most model.dim; svd: model.dim, Palu's 50%), a rank (64), or with a decimal point a share of "
+                      "the baseline's K/V width 2*model.dim (0.25)",
                       check_latent_rank));
   k.push_back(bool_key("latent.norm", &R::latent, &LatentConfig::norm, T,
                        "trained: RMSNorm on the latent (DeepSeek-V2 3.1.2)"));
   k.push_back(str_key("latent.svd_factor", &R::latent, &LatentConfig::svd_factor, E,
-                      "svd: joint ([W_K; W_V] at rank r, one latent as MLA's) | separate (Palu: W_K and W_V at r/2 each)",
+                      "svd: separate (Palu: W_K and W_V at r/2 each) | joint ([W_K; W_V] at rank r, one latent as MLA's)",
                       one_of({"joint", "separate"})));
+  k.push_back(int_key("latent.svd_group", &R::latent, &LatentConfig::svd_group, E,
+                      "svd: heads per factorised group (Palu's G-LRD: 4; at least model.heads: J-LRD; 1: M-LRD)",
+                      at_least(1)));
+  k.push_back(bool_key("latent.svd_whiten", &R::latent, &LatentConfig::svd_whiten, E,
+                       "svd: factorise W*S, S the Cholesky factor of the layer inputs' Gram (Palu's code, from "
+                       "SVD-LLM); off: plain SVD of the weights"));
+  k.push_back(int_key("latent.svd_calib_windows", &R::latent, &LatentConfig::svd_calib_windows, E,
+                      "svd: training windows of model.context tokens whose inputs give the Gram (Palu: 256)",
+                      at_least(1)));
 
   k.push_back(bool_key("judge.enabled", &R::judge, &JudgeConfig::enabled, E,
                        "train (once per study) and use the independent judge: judge_nll, resample_equiv_rate"));
@@ -391,17 +403,17 @@ void validate(const RunConfig& c, const std::map<std::string, Origin>& origins) 
     fail("judge.heads", "judge.heads (" + std::to_string(c.judge.heads) + ") must divide judge.dim (" +
                             std::to_string(c.judge.dim) + ")");
   if (c.variant == "latent_kv") {
-    // Errors name latent.rank: the joint factorisation (and MLA's c, a
-    // linear image of the C-wide input) has rank at most model.dim, so a
-    // wider latent is a larger cache that compresses nothing.
-    const bool separate = c.latent.mode == "svd" && c.latent.svd_factor == "separate";
-    const int64_t r = latent_rank(c), full = separate ? 2 * c.model.dim : c.model.dim;
-    if (r > full)
-      fail("latent.rank", "resolves to " + std::to_string(r) + ", above the full K/V width " + std::to_string(full) +
-                              (separate ? " (2*model.dim: model.dim each for W_K and W_V)"
-                                        : " (model.dim: [W_K; W_V] has rank at most model.dim)"));
-    if (separate && r % 2 != 0)
-      fail("latent.rank", "resolves to " + std::to_string(r) + ": latent.svd_factor = separate needs an even rank (r/2 each for K and V)");
+    const int64_t r = latent_rank(c);
+    if (c.latent.mode == "trained" && r > c.model.dim)
+      // MLA's c is a linear image of the C-wide input (normalised per token):
+      // a wider latent is a larger cache that holds nothing more.
+      fail("latent.rank", "resolves to " + std::to_string(r) + ", above model.dim (" + std::to_string(c.model.dim) +
+                              "): the latent of a " + std::to_string(c.model.dim) + "-wide input has no more rank");
+    if (c.latent.mode == "svd") {
+      const std::string problem = latent_svd_options(c).problem(c.model.dim, c.model.heads);
+      const auto colon = problem.find(": ");
+      if (!problem.empty()) fail(problem.substr(0, colon), problem.substr(colon + 2));
+    }
   }
   double rank = std::stod(c.fused.value_rank);
   if (rank > static_cast<double>(c.model.head_dim()))
@@ -441,8 +453,19 @@ uint64_t sampling_seed(const RunConfig& cfg, uint64_t k) {
 
 int64_t latent_rank(const RunConfig& cfg) {
   const std::string& v = cfg.latent.rank;
+  const int64_t C = cfg.model.dim;
+  if (v == "auto") return cfg.latent.mode == "svd" ? C : std::min<int64_t>(4 * cfg.model.head_dim(), C);
   if (!is_share(v)) return parse_int(v);
-  return std::max<int64_t>(1, std::llround(parse_float(v) * 2.0 * static_cast<double>(cfg.model.dim)));
+  return std::max<int64_t>(1, std::llround(parse_float(v) * 2.0 * static_cast<double>(C)));
+}
+
+LatentSvdOptions latent_svd_options(const RunConfig& cfg) {
+  LatentSvdOptions o;
+  o.rank = latent_rank(cfg);
+  o.separate = cfg.latent.svd_factor == "separate";
+  o.group_heads = cfg.latent.svd_group;
+  o.whiten = cfg.latent.svd_whiten;
+  return o;
 }
 
 std::string trained_family(const RunConfig& cfg) {
@@ -488,11 +511,11 @@ bool relevant(const std::string& key, const std::string& variant, bool training_
   auto family = trained_family(variant);
   if (key.rfind("latent.", 0) == 0) {
     // latent_kv: svd decodes the baseline's checkpoint, so no latent key
-    // enters its train_id; norm only shapes a trained model, svd_factor
+    // enters its train_id; norm only shapes a trained model, the svd_* keys
     // only the factorisation of an svd one.
     if (variant != "latent_kv") return false;
     if (mode == "svd" && (training_only || key == "latent.norm")) return false;
-    if (mode == "trained" && key == "latent.svd_factor") return false;
+    if (mode == "trained" && key.rfind("latent.svd_", 0) == 0) return false;
     return true;
   }
   if (key.rfind("verify.", 0) == 0) return (variant == "sfvl" || control_reads(key, variant)) && !training_only;

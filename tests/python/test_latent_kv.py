@@ -1,10 +1,10 @@
 """Issue 13 §3, variant latent_kv end to end from the CLI: MLA trained as its
 own checkpoint (latent.mode = trained) and the baseline's checkpoint
-factorised by SVD (latent.mode = svd, Palu), beside the baseline. The svd arm
-shares the baseline's checkpoint, reports the factorised model's quality and
-the trained one's, and both latent arms cache r values per token and layer
-(measured from the cache), decode on the reference step and count the
-up-projections' FLOPs."""
+factorised by SVD (latent.mode = svd, Palu's defaults: K and V apart, whitened
+on training windows), beside the baseline. The svd arm shares the baseline's
+checkpoint, reports the factorised model's quality and the trained one's, and
+both latent arms cache r values per token and layer (measured from the
+cache), decode on the reference step and count the up-projections' FLOPs."""
 import os
 import subprocess
 
@@ -23,9 +23,11 @@ def test_latent_kv_trained_and_svd_beside_the_baseline(tmp_path):
     study = tmp_path / "latent.ini"
     study.write_text(text)
     out = tmp_path / "out"
-    # r = 0.25 of the K/V width 2 x 32: 16 values per token and layer.
+    # r = 0.25 of the K/V width 2 x 32: 16 values per token and layer (svd: 8
+    # for K and 8 for V); 16 calibration windows keep the test short.
     proc = subprocess.run([zerolayer_bin(), "ablate", str(study), "--output.dir", str(out), *TINY,
-                           "--latent.rank", "0.25"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+                           "--latent.rank", "0.25", "--latent.svd_calib_windows", "16"],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     df = index_of(str(out / "results.h5"))
     assert len(df) == 3 and (df["status"] == "complete").all(), df["error"]
@@ -38,6 +40,7 @@ def test_latent_kv_trained_and_svd_beside_the_baseline(tmp_path):
     assert svd["train_id"] == base["train_id"] != trained["train_id"]
     assert svd["val_loss_trained"] == base["val_loss"]
     assert np.isfinite(svd["val_loss"]) and svd["val_loss"] != base["val_loss"]
+    assert svd["params"] < base["params"]  # [W_K; W_V] (2 x 32 x 32) became 16 x 32 down, 64 x 16 up
     assert 0 < svd["latent_svd_rel_error"] < 1
     assert np.isnan(trained["latent_svd_rel_error"])
     # The trained arm learns.
