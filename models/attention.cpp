@@ -4,6 +4,7 @@
 
 #include "models/fused_trace.h"
 #include "models/key_weighting.h"
+#include "models/latent_kv.h"
 #include "models/split_linear.h"
 
 namespace zl {
@@ -18,6 +19,17 @@ AttentionImpl::AttentionImpl(const ModelConfig& c) : cfg(c) {
     const int64_t G = c.attn_gate_headwise ? c.heads : c.dim;
     gate_weight = register_parameter("gate_weight", torch::zeros({G, c.dim}));
     if (c.attn_gate_bias) gate_bias = register_parameter("gate_bias", torch::zeros({G}));
+  }
+  if (c.latent_rank > 0) {
+    // latent_kv trained (an svd model is built as the baseline's and
+    // factorised after loading, fit_latent_svd): qkv becomes W^Q over W^DKV
+    // [C+r,C]. Built [3C,C] first, so that its constructor draws from the
+    // generator what the baseline's does; the transformer then draws W^Q as
+    // the baseline's W_Q, and W^DKV and kv_up after the shared weights.
+    torch::NoGradGuard no_grad;
+    qkv->weight.set_data(torch::zeros({c.dim + c.latent_rank, c.dim}));
+    kv_up = register_parameter("kv_up", torch::zeros({2 * c.dim, c.latent_rank}));
+    if (c.latent_norm) latent_gain = register_parameter("latent_gain", torch::ones({c.latent_rank}));
   }
   if (c.fused.value_rank > 0) {
     const int64_t r = c.fused.value_rank, D = c.head_dim();
@@ -51,11 +63,30 @@ torch::Tensor AttentionImpl::ortho_penalty() const {
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionContext& ctx, LayerCache* cache) {
   const int64_t B = x.size(0), T = x.size(1), H = cfg.heads, D = cfg.head_dim(), C = cfg.dim;
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
-  auto parts = split_linear(x, qkv->weight).view({B, T, 3, H, D}).permute({2, 0, 3, 1, 4});  // [3,B,H,T,D]
-  auto q = parts[0], k = parts[1], v = parts[2];                        // [B,H,T,D]
+  torch::Tensor q, k, v, latent;  // [B,H,T,D] each; latent_kv: c [B,T,r]
+  if (cfg.latent_rank > 0) {
+    // latent_kv (models/latent_kv.h): q and c from one product (eq. 9);
+    // without a cache, keys and values up-projected from c (eq. 10-11) and
+    // attended below as the baseline's are.
+    const int64_t r = cfg.latent_rank;
+    auto qc = split_linear(x, qkv->weight);                       // [B,T,C+r]
+    q = qc.narrow(2, 0, C).view({B, T, H, D}).transpose(1, 2);    // [B,T,H,D] -> [B,H,T,D]
+    latent = qc.narrow(2, C, r);                                  // [B,T,r]
+    if (latent_gain.defined()) latent = rms_norm(latent, latent_gain);
+    if (!cache) {
+      auto kv = split_linear(latent, kv_up).view({B, T, 2, H, D}).permute({2, 0, 3, 1, 4});  // [2,B,H,T,D]
+      k = kv[0];
+      v = kv[1];
+    }
+  } else {
+    auto parts = split_linear(x, qkv->weight).view({B, T, 3, H, D}).permute({2, 0, 3, 1, 4});  // [3,B,H,T,D]
+    q = parts[0], k = parts[1], v = parts[2];                                                  // [B,H,T,D]
+  }
 
   torch::Tensor y;
-  if (cfg.fused.key_weighting_on() || cfg.fused.value_rank > 0 || ctx.gate_features || ctx.trace) {
+  if (latent.defined() && cache) {
+    y = attend_latent(q, latent, ctx, *cache);
+  } else if (cfg.fused.key_weighting_on() || cfg.fused.value_rank > 0 || ctx.gate_features || ctx.trace) {
     y = forward_fused(q, k, v, ctx, cache);
   } else if (!cache) {
     // Training: one baddbmm computes scale*q·kᵀ + causal bias in a single
@@ -144,6 +175,26 @@ torch::Tensor AttentionImpl::forward_evicting(const torch::Tensor& q, const torc
     }
   }
   return y;
+}
+
+torch::Tensor AttentionImpl::attend_latent(const torch::Tensor& q, const torch::Tensor& c, const AttentionContext& ctx,
+                                           LayerCache& cache) {
+  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3), C = cfg.dim, r = cfg.latent_rank;
+  const int64_t L = ctx.span;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  // The cache holds c alone, one row per token for all heads (at each
+  // sequence's own positions, so a rollback masks stale rows as for K/V).
+  auto rows = torch::arange(B, ctx.positions.options()).unsqueeze(1).expand({B, T});  // [B,T]
+  cache.latent.index_put_({rows, ctx.positions}, c.to(cache.latent.dtype()));       // [B,T,r] at [B,T]
+  auto held = cache.latent.narrow(1, 0, L).to(q.dtype()).unsqueeze(1);              // [B,1,L,r]
+  // DeepSeek-V2 §2.1.2: W^UK absorbed into the query, W^UV applied after
+  // the mix, head by head; the cached latents are never up-projected.
+  auto w_uk = kv_up.narrow(0, 0, C).view({H, D, r});  // head h: W^UK_h [D,r]
+  auto w_uv = kv_up.narrow(0, C, C).view({H, D, r});  // head h: W^UV_h [D,r]
+  auto q_lat = torch::matmul(q, w_uk);                // [B,H,T,D]·[H,D,r] -> [B,H,T,r]: W^UK_hᵀ q_h
+  auto scores = torch::matmul(q_lat, held.transpose(-2, -1)) * scale + ctx.bias;  // [B,H,T,L]: q_h·k_j,h
+  auto mix = torch::matmul(torch::softmax(scores, -1), held);                      // [B,H,T,r]: Σ_j a_j c_j
+  return torch::matmul(mix, w_uv.transpose(1, 2));                                 // [B,H,T,r]·[H,r,D] -> [B,H,T,D]
 }
 
 // One code path for training and decoding, so that both weigh keys and read

@@ -3,7 +3,8 @@
 // and value distillation (values stored as z = P v, r per head, read back
 // through Pᵀ). With both off it is the plain baseline attention. Variant
 // alibi's biases arrive in the context's additive mask (models/alibi.h);
-// variant gated_attn's output gate is `gate` below.
+// variant gated_attn's output gate is `gate` below; variant latent_kv's
+// joint key-value latent is `kv_up` below (models/latent_kv.h).
 #pragma once
 #include <torch/torch.h>
 
@@ -40,6 +41,12 @@ struct AttentionImpl : torch::nn::Module {
   // shared weights (paired seeds, SPEC §5). Undefined for the other variants.
   torch::Tensor gate_weight;  // [G,C]
   torch::Tensor gate_bias;    // [G], only with attn_gate_bias
+  // latent_kv (models/latent_kv.h), with cfg.latent_rank = r > 0: qkv then
+  // holds W^Q [C,C] over W^DKV [r,C] ([C+r,C]: one product gives q and the
+  // latent c), and kv_up W^UK over W^UV ([2C,r]: keys and values from c, head
+  // h's rows h·D..(h+1)·D of each). Undefined for the other variants.
+  torch::Tensor kv_up;        // [2C,r]
+  torch::Tensor latent_gain;  // [r], the RMSNorm gain on c (latent.norm); undefined without it
 
  private:
   // An evicting cache (models/eviction.h) when a token of this call evicts
@@ -47,6 +54,11 @@ struct AttentionImpl : torch::nn::Module {
   // ones, attending over them and itself, then evicting one: [B,H,T,D].
   torch::Tensor forward_evicting(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                  const AttentionContext& ctx, LayerCache* cache);
+  // latent_kv on the cache: writes this call's latents c [B,T,r] at
+  // ctx.positions and attends with W^UK and W^UV absorbed per head; q
+  // [B,H,T,D] -> y [B,H,T,D].
+  torch::Tensor attend_latent(const torch::Tensor& q, const torch::Tensor& c, const AttentionContext& ctx,
+                              LayerCache& cache);
   torch::Tensor forward_fused(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                               const AttentionContext& ctx, LayerCache* cache);
 };

@@ -24,7 +24,9 @@ BlockImpl::BlockImpl(const ModelConfig& c) {
 }
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& x, const AttentionContext& ctx, LayerCache* cache) {
-  auto h = x + attn->forward(ln1(x), ctx, cache);
+  auto a = ln1(x);  // [B,T,C] attention's input
+  if (capture_attn_input) last_attn_input = a.detach();
+  auto h = x + attn->forward(a, ctx, cache);
   if (!correction) return h + mlp->forward(ln2(h));  // the baseline path
   auto u = ln2(h);                                    // [B,T,C] the MLP input
   switch (correction_mode) {

@@ -33,6 +33,10 @@ struct BlockImpl : torch::nn::Module {
   torch::Tensor correction_override;  // Override mode: [B,T,C] or [B,1,C] coefficients
   bool capture_correction = false;    // keep the module's c of the last call in last_correction
   torch::Tensor last_correction;      // [B,T,C]
+  // latent_kv svd (models/latent_kv.h): keep attention's input ln1(x) of the
+  // last call, the calibration data of Palu's whitening.
+  bool capture_attn_input = false;
+  torch::Tensor last_attn_input;      // [B,T,C]
 };
 TORCH_MODULE(Block);
 

@@ -38,6 +38,11 @@ bool DecodeStep::supports(const Transformer& model, std::string* why) {
   if (!w.device().is_cpu()) return no("the model is not on the CPU");
   if (w.scalar_type() != torch::kFloat) return no("the model is not float32");
   if (model->is_training()) return no("the model is in training mode");
+  // latent_kv's cache holds the joint latent, not K and V (models/latent_kv.h);
+  // the step reads K and V. Checked first: an svd model's parameters have the
+  // baseline's names.
+  if (model->cfg.latent_rank > 0)
+    return no("latent_kv's latent cache (keys and values up-projected from c) is not on the fast step");
   const FusedOptions& f = model->cfg.fused;
   // alibi's biases live in the plain attention below, not in fused's.
   if (model->cfg.alibi && f.any()) return no("ALiBi together with fused's parts is not on the fast step");

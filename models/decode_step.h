@@ -51,7 +51,8 @@ class DecodeStep {
   // Whether `model` can take this path: CPU float32, eval mode, and nothing
   // but the baseline's parameters, sfcl's correction modules, fused's parts,
   // alibi (not with fused's parts) and gated_attn's gates (the other
-  // variants' parts use the reference). When not, `why` says what stops it.
+  // variants' parts, latent_kv's latent among them, use the reference).
+  // When not, `why` says what stops it.
   static bool supports(const Transformer& model, std::string* why = nullptr);
 
   explicit DecodeStep(Transformer model);

@@ -16,6 +16,7 @@ Transformer make_model(const std::string& variant, const ModelConfig& cfg) {
     ModelConfig plain = cfg;
     plain.correction_hidden = 0;  // sfcl.* options never shape a baseline
     plain.alibi = plain.attn_gate = false;  // nor alibi's or gated_attn's
+    plain.latent_rank = 0;                  // nor latent_kv's
     return Transformer(plain);
   }
   // fused: the shared transformer with the parts cfg.fused switches on
@@ -30,15 +31,21 @@ Transformer make_model(const std::string& variant, const ModelConfig& cfg) {
   // The published known methods trained as their own model (issue 13):
   // alibi (models/alibi.h) and gated_attn (models/attention.h), each the
   // baseline's network with its one change and nothing of another variant's.
-  if (variant == "alibi" || variant == "gated_attn") {
+  // latent_kv (models/latent_kv.h): with cfg.latent_rank > 0, MLA trained
+  // from scratch (latent.mode = trained); with 0, the baseline's network,
+  // factorised after loading its trained weights (latent.mode = svd, the run
+  // stage calls fit_latent_svd).
+  if (variant == "alibi" || variant == "gated_attn" || variant == "latent_kv") {
     if (cfg.fused.any()) throw std::invalid_argument("variant '" + variant + "' with fused options on: use variant 'fused'");
     ModelConfig own = cfg;
     own.correction_hidden = 0;
     own.alibi = variant == "alibi";
     own.attn_gate = variant == "gated_attn";
+    if (variant != "latent_kv") own.latent_rank = 0;
+    own.latent_norm = own.latent_norm && own.latent_rank > 0;
     return Transformer(own);
   }
-  throw std::invalid_argument("variant '" + variant + "' is not implemented yet (available: baseline, sfvl, speculative, fused, sfcl, oet, alibi, gated_attn, sfvl_best_of_n, sfvl_oracle, sfvl_random, contrastive, streaming, h2o)");
+  throw std::invalid_argument("variant '" + variant + "' is not implemented yet (available: baseline, sfvl, speculative, fused, sfcl, oet, alibi, gated_attn, sfvl_best_of_n, sfvl_oracle, sfvl_random, contrastive, streaming, h2o, latent_kv)");
 }
 
 }  // namespace zl

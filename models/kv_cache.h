@@ -27,6 +27,9 @@ struct FusedTrace;
 
 struct LayerCache {
   torch::Tensor k, v;  // [B, H, capacity, D]; v is [B, H, capacity, r] with fused value distillation
+  // latent_kv (models/latent_kv.h): [B, capacity, r], the joint latent c of
+  // each cached token, shared by every head; k and v are then undefined.
+  torch::Tensor latent;
   // fused key weighting, per cached token (undefined when off). Both are
   // indexed by position, so rolling back `lengths` rolls them back too:
   // slot p is rewritten whenever position p is fed again.
@@ -56,9 +59,10 @@ struct KVCache {
   // An evicting cache can roll back only while it has evicted nothing.
   void truncate(int64_t b, int64_t length);
   // Bytes held per cached token over all layers, measured from the tensors:
-  // K and V (r values with fused value distillation) and fused per-token state.
-  // and an evicting cache's per-token bookkeeping (order, h2o's scores).
-  // `parts` (optional) receives them apart: "k", "v", "fused_state", "eviction_state".
+  // K and V (r values with fused value distillation), latent_kv's latent,
+  // fused per-token state, and an evicting cache's per-token bookkeeping
+  // (order, h2o's scores). `parts` (optional) receives them apart: "k", "v",
+  // "latent", "fused_state", "eviction_state".
   int64_t bytes_per_token(std::map<std::string, int64_t>* parts = nullptr) const;
 };
 

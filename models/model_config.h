@@ -32,6 +32,13 @@ struct ModelConfig {
   bool attn_gate = false;
   bool attn_gate_headwise = false;  // one gate per head (C→H) instead of per element (C→C, the paper's best)
   bool attn_gate_bias = false;      // a bias b in the gate (the paper's σ(x W_θ) has none)
+  // latent_kv (issue 13 §3; models/latent_kv.h): keys and values up-projected
+  // per head from one latent c of latent_rank values per token and layer,
+  // the only thing the KV cache holds. 0 = off. Mode trained (MLA) builds it
+  // in; mode svd trains the baseline's network and sets it when it factorises
+  // the trained K/V projections (fit_latent_svd), after loading.
+  int64_t latent_rank = 0;          // r
+  bool latent_norm = false;         // trained: RMSNorm on c (DeepSeek-V2 §3.1.2 adds one after each latent)
 
   int64_t head_dim() const { return dim / heads; }  // D
 };

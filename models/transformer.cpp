@@ -33,6 +33,14 @@ TransformerImpl::TransformerImpl(const ModelConfig& c) : cfg(c) {
     if (p.value().dim() < 2) continue;  // LayerNorm weights and biases keep their defaults
     if (name.find("value_proj") != std::string::npos) continue;  // fused: its own, generator-free init
     if (name.find("attn.gate_") != std::string::npos) continue;  // gated_attn: drawn after the shared weights (below)
+    if (name.find("attn.kv_up") != std::string::npos) continue;  // latent_kv: likewise
+    if (c.latent_rank > 0 && name.find("attn.qkv.weight") != std::string::npos) {
+      // latent_kv: the baseline's draw of [W_Q; W_K; W_V], whose W_Q is kept
+      // as W^Q; W^DKV (the rows below it) is drawn after the shared weights.
+      auto full = torch::empty({3 * c.dim, c.dim}).normal_(0.0, 0.02);
+      p.value().narrow(0, 0, c.dim).copy_(full.narrow(0, 0, c.dim));
+      continue;
+    }
     double std = 0.02;
     if (name.find("proj.weight") != std::string::npos) std /= std::sqrt(2.0 * c.layers);
     p.value().normal_(0.0, std);
@@ -45,6 +53,14 @@ TransformerImpl::TransformerImpl(const ModelConfig& c) : cfg(c) {
   // the fused gate below.
   if (c.attn_gate)
     for (const auto& b : *blocks) b->as<Block>()->attn->gate_weight.normal_(0.0, 0.02);
+  // latent_kv trained (models/latent_kv.h): W^DKV and W^UK, W^UV as the other
+  // matrices, N(0, 0.02); the RMSNorm gain at 1.
+  if (c.latent_rank > 0)
+    for (const auto& b : *blocks) {
+      auto& attn = b->as<Block>()->attn;
+      attn->qkv->weight.narrow(0, c.dim, c.latent_rank).normal_(0.0, 0.02);
+      attn->kv_up.normal_(0.0, 0.02);
+    }
   // The fused gate is built after the shared weights are drawn, so that the
   // generator has given them exactly what it gives the baseline with the same
   // seed (paired comparisons, SPEC §5); its own draws come after.

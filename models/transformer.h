@@ -1,7 +1,9 @@
 // The decoder-only transformer every variant shares (SPEC §1): token and
 // learned position embeddings (none for alibi, whose positions are biases
 // in attention, models/alibi.h), pre-norm blocks, final norm, and an LM head
-// tied to the token embedding (as GPT-2 does).
+// tied to the token embedding (as GPT-2 does). Positions enter only there,
+// at the input: no rotary embedding inside attention (which is why
+// latent_kv needs no decoupled RoPE key, models/latent_kv.h).
 #pragma once
 #include <torch/torch.h>
 

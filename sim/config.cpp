@@ -77,6 +77,23 @@ void check_rank(const std::string& v) {
   if (r > 1 && std::floor(r) != r) throw std::invalid_argument("a rank above 1 must be an integer, got " + v);
 }
 
+// `latent.rank`: auto (each mode's paper's default, latent_rank()), an
+// integer rank >= 1, or (with a decimal point or an exponent) a share in
+// (0,1] of the baseline's K/V width.
+bool is_share(const std::string& v) { return v.find_first_of(".eE") != std::string::npos; }
+
+void check_latent_rank(const std::string& v) {
+  if (v == "auto") return;
+  if (is_share(v)) {
+    double r = parse_float(v);
+    if (r <= 0 || r > 1)
+      throw std::invalid_argument("a share of the K/V width (with a decimal point) must be in (0,1], got " + v);
+    return;
+  }
+  if (parse_int(v) < 1)
+    throw std::invalid_argument("must be auto, a rank >= 1 or a share in (0,1] of the K/V width (0.25), got " + v);
+}
+
 // ---- registry builders -----------------------------------------------------
 
 template <class Section, class Field>
@@ -124,10 +141,10 @@ std::vector<KeySpec> build_registry() {
   using R = RunConfig;
   const auto T = KeyRole::Training, E = KeyRole::Evaluation, O = KeyRole::Output;
   std::vector<KeySpec> k;
-  k.push_back({"variant", "string", "baseline | sfvl | sfcl | oet | fused | speculative | alibi | gated_attn | sfvl_best_of_n | sfvl_oracle | sfvl_random | contrastive | streaming | h2o", T,
+  k.push_back({"variant", "string", "baseline | sfvl | sfcl | oet | fused | speculative | alibi | gated_attn | sfvl_best_of_n | sfvl_oracle | sfvl_random | contrastive | streaming | h2o | latent_kv", T,
                [](R& c, const std::string& t) {
                  one_of({"baseline", "sfvl", "sfcl", "oet", "fused", "speculative", "alibi", "gated_attn", "sfvl_best_of_n",
-                         "sfvl_oracle", "sfvl_random", "contrastive", "streaming", "h2o"})(t);
+                         "sfvl_oracle", "sfvl_random", "contrastive", "streaming", "h2o", "latent_kv"})(t);
                  c.variant = t;
                },
                [](const R& c) { return c.variant; }});
@@ -302,6 +319,34 @@ std::vector<KeySpec> build_registry() {
   k.push_back(bool_key("gated_attn.bias", &R::gated_attn, &GatedAttnConfig::bias, T,
                        "a bias inside the gate's sigmoid (off: the paper's sigma(X W))"));
 
+  // latent_kv: mode, rank and norm shape the trained model (trained); in svd
+  // mode none of them enters train_id (relevant() below), so the run shares
+  // the baseline's checkpoint, and the svd_* keys, choices made after
+  // training, are Evaluation.
+  k.push_back(str_key("latent.mode", &R::latent, &LatentConfig::mode, T,
+                      "trained (MLA, DeepSeek-V2 2.1.2: its own checkpoint) | svd (Palu: the baseline's checkpoint, "
+                      "its K/V projections factorised after training)",
+                      one_of({"trained", "svd"})));
+  k.push_back(str_key("latent.rank", &R::latent, &LatentConfig::rank, T,
+                      "latent values cached per token and layer: auto (trained: 4*head width as DeepSeek-V2 3.1.2, at "
+                      "most model.dim; svd: model.dim, Palu's 50%), a rank (64), or with a decimal point a share of "
+                      "the baseline's K/V width 2*model.dim (0.25)",
+                      check_latent_rank));
+  k.push_back(bool_key("latent.norm", &R::latent, &LatentConfig::norm, T,
+                       "trained: RMSNorm on the latent (DeepSeek-V2 3.1.2)"));
+  k.push_back(str_key("latent.svd_factor", &R::latent, &LatentConfig::svd_factor, E,
+                      "svd: separate (Palu: W_K and W_V at r/2 each) | joint ([W_K; W_V] at rank r, one latent as MLA's)",
+                      one_of({"joint", "separate"})));
+  k.push_back(int_key("latent.svd_group", &R::latent, &LatentConfig::svd_group, E,
+                      "svd: heads per factorised group (Palu's G-LRD: 4; at least model.heads: J-LRD; 1: M-LRD)",
+                      at_least(1)));
+  k.push_back(bool_key("latent.svd_whiten", &R::latent, &LatentConfig::svd_whiten, E,
+                       "svd: factorise W*S, S the Cholesky factor of the layer inputs' Gram (Palu's code, from "
+                       "SVD-LLM); off: plain SVD of the weights"));
+  k.push_back(int_key("latent.svd_calib_windows", &R::latent, &LatentConfig::svd_calib_windows, E,
+                      "svd: training windows of model.context tokens whose inputs give the Gram (Palu: 256)",
+                      at_least(1)));
+
   k.push_back(bool_key("judge.enabled", &R::judge, &JudgeConfig::enabled, E,
                        "train (once per study) and use the independent judge: judge_nll, resample_equiv_rate"));
   k.push_back(int_key("judge.layers", &R::judge, &JudgeConfig::layers, E, "judge depth", at_least(1)));
@@ -372,6 +417,19 @@ void validate(const RunConfig& c, const std::map<std::string, Origin>& origins) 
   if (c.variant == "h2o" && std::llround(c.h2o.budget * c.model.context) < 2)
     fail("h2o.budget", "keeps " + std::to_string(std::llround(c.h2o.budget * c.model.context)) + " of model.context's " +
                            std::to_string(c.model.context) + " tokens: at least 2 (a heavy hitter and a recent token)");
+  if (c.variant == "latent_kv") {
+    const int64_t r = latent_rank(c);
+    if (c.latent.mode == "trained" && r > c.model.dim)
+      // MLA's c is a linear image of the C-wide input (normalised per token):
+      // a wider latent is a larger cache that holds nothing more.
+      fail("latent.rank", "resolves to " + std::to_string(r) + ", above model.dim (" + std::to_string(c.model.dim) +
+                              "): the latent of a " + std::to_string(c.model.dim) + "-wide input has no more rank");
+    if (c.latent.mode == "svd") {
+      const std::string problem = latent_svd_options(c).problem(c.model.dim, c.model.heads);
+      const auto colon = problem.find(": ");
+      if (!problem.empty()) fail(problem.substr(0, colon), problem.substr(colon + 2));
+    }
+  }
   double rank = std::stod(c.fused.value_rank);
   if (rank > static_cast<double>(c.model.head_dim()))
     fail("fused.value_rank", "must not exceed the head width (" + std::to_string(c.model.head_dim()) + ")");
@@ -408,6 +466,28 @@ uint64_t sampling_seed(const RunConfig& cfg, uint64_t k) {
   return static_cast<uint64_t>(cfg.seed) * k + static_cast<uint64_t>(cfg.decode.seed) * 0x9E3779B97F4A7C15ull;
 }
 
+int64_t latent_rank(const RunConfig& cfg) {
+  const std::string& v = cfg.latent.rank;
+  const int64_t C = cfg.model.dim;
+  if (v == "auto") return cfg.latent.mode == "svd" ? C : std::min<int64_t>(4 * cfg.model.head_dim(), C);
+  if (!is_share(v)) return parse_int(v);
+  return std::max<int64_t>(1, std::llround(parse_float(v) * 2.0 * static_cast<double>(C)));
+}
+
+LatentSvdOptions latent_svd_options(const RunConfig& cfg) {
+  LatentSvdOptions o;
+  o.rank = latent_rank(cfg);
+  o.separate = cfg.latent.svd_factor == "separate";
+  o.group_heads = cfg.latent.svd_group;
+  o.whiten = cfg.latent.svd_whiten;
+  return o;
+}
+
+std::string trained_family(const RunConfig& cfg) {
+  if (cfg.variant == "latent_kv" && cfg.latent.mode == "svd") return "baseline";
+  return trained_family(cfg.variant);
+}
+
 std::string trained_family(const std::string& variant) {
   if (variant == "sfvl" || variant == "speculative") return "baseline";
   // The sfvl controls and contrastive search decode the baseline's checkpoint (issue 13).
@@ -442,8 +522,19 @@ bool control_reads(const std::string& key, const std::string& variant) {
   return false;
 }
 
-bool relevant(const std::string& key, const std::string& variant, bool training_only) {
+// `mode`: latent.mode of a latent_kv run ("" when unknown: every latent.*
+// key counts, as for the run's identity under either mode).
+bool relevant(const std::string& key, const std::string& variant, bool training_only, const std::string& mode = "") {
   auto family = trained_family(variant);
+  if (key.rfind("latent.", 0) == 0) {
+    // latent_kv: svd decodes the baseline's checkpoint, so no latent key
+    // enters its train_id; norm only shapes a trained model, the svd_* keys
+    // only the factorisation of an svd one.
+    if (variant != "latent_kv") return false;
+    if (mode == "svd" && (training_only || key == "latent.norm")) return false;
+    if (mode == "trained" && key.rfind("latent.svd_", 0) == 0) return false;
+    return true;
+  }
   if (key.rfind("verify.", 0) == 0) return (variant == "sfvl" || control_reads(key, variant)) && !training_only;
   if (key.rfind("control.", 0) == 0) return control_reads(key, variant) && !training_only;
   if (key.rfind("contrastive.", 0) == 0) return variant == "contrastive" && !training_only;
@@ -470,14 +561,17 @@ bool parse_bool(const std::string& s) {
 }
 
 bool relevant_key(const std::string& key, const std::string& variant) { return relevant(key, variant, false); }
+bool relevant_key(const std::string& key, const RunConfig& cfg) {
+  return relevant(key, cfg.variant, false, cfg.latent.mode);
+}
 
 namespace {
 std::string canonical(const RunConfig& cfg, bool training_only) {
   std::string text;
   for (const auto& k : config_keys()) {
-    if (k.role == KeyRole::Output || !relevant(k.name, cfg.variant, training_only)) continue;
+    if (k.role == KeyRole::Output || !relevant(k.name, cfg.variant, training_only, cfg.latent.mode)) continue;
     if (training_only && k.role != KeyRole::Training) continue;
-    std::string value = (training_only && k.name == "variant") ? trained_family(cfg.variant) : k.get(cfg);
+    std::string value = (training_only && k.name == "variant") ? trained_family(cfg) : k.get(cfg);
     text += k.name + "=" + value + "\n";
   }
   return text;

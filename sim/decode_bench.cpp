@@ -7,6 +7,7 @@
 #include "models/verifier.h"
 #include "sim/cost.h"
 #include "sim/decoder.h"
+#include "sim/stages/latent_kv_stage.h"
 #include "sim/model_options.h"
 #include "sim/runtime.h"
 #include "sim/stages/oet_stage.h"
@@ -81,6 +82,7 @@ DecodeBenchResult run_decode_bench(const RunConfig& cfg, int64_t prompt_tokens, 
     const bool speculative = name == "speculative", oet = name == "oet";
     torch::manual_seed(static_cast<uint64_t>(cfg.seed));
     Transformer m = make_model(speculative ? "baseline" : oet ? "sfcl" : name, model_config(vc, mc.vocab));
+    fit_latent_for_run(vc, m);  // latent_kv svd: the random baseline, factorised
     m->to(resolve_device(cfg.train.device));
     Transformer draft{nullptr};  // speculative: a random draft of the study's draft shape
     if (speculative) {

@@ -56,6 +56,10 @@ ModelConfig model_config(const RunConfig& cfg, int64_t vocab) {
   mc.attn_gate = trained_family(cfg.variant) == "gated_attn";
   mc.attn_gate_headwise = cfg.gated_attn.granularity == "headwise";
   mc.attn_gate_bias = cfg.gated_attn.bias;
+  // latent_kv trained only (models/latent_kv.h); an svd run trains (or
+  // reuses) the baseline's network and is factorised by its stage.
+  mc.latent_rank = trained_family(cfg) == "latent_kv" ? latent_rank(cfg) : 0;
+  mc.latent_norm = mc.latent_rank > 0 && cfg.latent.norm;
   return mc;
 }
 

@@ -20,7 +20,8 @@ FusedOptions fused_options(const RunConfig& cfg);
 // recent ⌈budget/2⌉, heavy hitters the rest); off for other variants.
 EvictionOptions eviction_options(const RunConfig& cfg);
 
-// The model a run trains, with `vocab` from its tokenizer.
+// The model a run trains, with `vocab` from its tokenizer (latent_kv in svd
+// mode: the baseline's, factorised later by its stage, sim/stages/latent_kv_stage.h).
 ModelConfig model_config(const RunConfig& cfg, int64_t vocab);
 
 }  // namespace zl

@@ -6,6 +6,7 @@
 #include "sim/stages/contrastive_stage.h"
 #include "sim/stages/eviction_stage.h"
 #include "sim/stages/fused_stage.h"
+#include "sim/stages/latent_kv_stage.h"
 #include "sim/stages/oet_stage.h"
 #include "sim/stages/sfcl_stage.h"
 #include "sim/stages/sfvl_stage.h"
@@ -19,6 +20,8 @@ std::unique_ptr<VariantStage> make_variant_stage(const RunConfig& cfg) {
   // models/attention.h): decoded as the baseline is; their FLOPs per module
   // come with the model's (sim/cost.cpp).
   if (cfg.variant == "alibi" || cfg.variant == "gated_attn") return std::make_unique<VariantStage>();
+  // latent_kv: MLA trained, or the baseline's checkpoint factorised (svd) in prepare().
+  if (cfg.variant == "latent_kv") return make_latent_kv_stage(cfg);
   if (cfg.variant == "sfvl") return make_sfvl_stage(cfg);
   // sfvl's controls (issue 13 §7) and contrastive search, on the baseline's checkpoint.
   if (cfg.variant == "sfvl_oracle" || cfg.variant == "sfvl_random") return make_sfvl_stage(cfg);

@@ -119,7 +119,7 @@ int run_study(const Study& study, const StudyOptions& opt) {
       std::fprintf(stderr, "run %s failed: %s\n", record.run_id.c_str(), e.what());
     }
     for (const auto& k : keys)
-      if (relevant_key(k, c.variant)) record.setting += (record.setting.empty() ? "" : " ") + k + "=" + find_key(k)->get(c);
+      if (relevant_key(k, c)) record.setting += (record.setting.empty() ? "" : " ") + k + "=" + find_key(k)->get(c);
     if (record.status != "complete") ++failures;
     write_shard(path, collect_provenance(opt.command_line, c.train.threads > 0 ? c.train.threads : hardware_threads()),
                 record);
