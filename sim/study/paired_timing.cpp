@@ -25,8 +25,9 @@ bool awaits_paired_timing(const TimedRun& run) {
 
 namespace {
 
-// One seed's arms: opened, warmed up, then timed round by round.
-void time_seed(const std::vector<const TimedRun*>& group, bool verbose) {
+// One seed's arms on one decode step: opened, warmed up, then timed round by
+// round. `step` names the step in the message.
+void time_seed(const std::vector<const TimedRun*>& group, const char* step, bool verbose) {
   std::vector<std::unique_ptr<OpenRun>> arms;
   for (const TimedRun* t : group) {
     throw_if_stop_requested("while opening run " + run_id(t->cfg) + " for paired timing");
@@ -73,18 +74,23 @@ void time_seed(const std::vector<const TimedRun*>& group, bool verbose) {
     write_shard(path, read_provenance(path), r);
   }
   if (verbose)
-    std::fprintf(stderr, "timed seed %lld: %zu arm%s, %lld passes each, interleaved\n",
-                 static_cast<long long>(group.front()->cfg.seed), n, n == 1 ? "" : "s", static_cast<long long>(rounds));
+    std::fprintf(stderr, "timed seed %lld: %zu arm%s%s, %lld passes each, interleaved\n",
+                 static_cast<long long>(group.front()->cfg.seed), n, n == 1 ? "" : "s", step,
+                 static_cast<long long>(rounds));
 }
 
 }  // namespace
 
 int time_paired(const std::vector<TimedRun>& runs, const std::string& lock_dir, bool verbose) {
   std::map<int64_t, std::vector<const TimedRun*>> by_seed;
+  std::map<const TimedRun*, bool> on_fast_step;
   for (const auto& t : runs) {
     if (t.cfg.decode.timing != "paired") continue;
     const auto rows = read_index(t.shard);
-    if (rows.size() == 1 && rows[0].strings.at("status") == "complete") by_seed[t.cfg.seed].push_back(&t);
+    if (rows.size() != 1 || rows[0].strings.at("status") != "complete") continue;
+    by_seed[t.cfg.seed].push_back(&t);
+    auto fast = rows[0].numbers.find("decode_fast_step");
+    on_fast_step[&t] = fast == rows[0].numbers.end() || fast->second != 0;
   }
   auto pending = [](const std::vector<const TimedRun*>& group) {
     for (const TimedRun* t : group)
@@ -97,7 +103,19 @@ int time_paired(const std::vector<TimedRun>& runs, const std::string& lock_dir, 
     FileLock lock(lock_dir + "/timing-seed" + std::to_string(seed) + ".lock");
     lock.lock([&] { throw_if_stop_requested("while waiting to time seed " + std::to_string(seed)); });
     if (!pending(group)) continue;  // another process timed it while we waited
-    time_seed(group, verbose);
+    // The arms on the fast step first, then those on the reference step,
+    // each kind interleaved among itself. Interleaved together, the two
+    // slowed each other (a smoke study's two arms: the fast step 29k tokens/s
+    // against 100-140k timed apart, the reference step 3.5-5k against
+    // 11-14k). Two thread pools take turns on the same cores, LibTorch's
+    // OpenMP team (which spins after a parallel region) and the fast step's
+    // (which switches LibTorch to one thread and back); which of them costs
+    // what is not yet measured. No claim compares the two steps' speeds.
+    std::vector<const TimedRun*> fast, reference;
+    for (const TimedRun* t : group) (on_fast_step.at(t) ? fast : reference).push_back(t);
+    const bool both = !fast.empty() && !reference.empty();
+    if (!fast.empty()) time_seed(fast, both ? " on the fast step" : "", verbose);
+    if (!reference.empty()) time_seed(reference, both ? " on the reference step" : "", verbose);
     timed += static_cast<int>(group.size());
   }
   return timed;

@@ -25,8 +25,9 @@ bool awaits_paired_timing(const TimedRun& run);
 
 // Times every seed among `runs` (complete shards) that has a run awaiting
 // paired timing: all of that seed's runs with decode.timing = paired,
-// together, so a resumed study re-times a seed whose timing a kill cut
-// short. Calls throw_if_stop_requested between passes. Returns the number
+// together (those that decode on the fast step, then those on the
+// reference step: the two kinds disturb each other interleaved), so a
+// resumed study re-times a seed whose timing a kill cut short. Calls throw_if_stop_requested between passes. Returns the number
 // of runs timed. Two processes on one folder take turns, by a lock per seed
 // under `lock_dir`: the second finds the seed timed and leaves it.
 int time_paired(const std::vector<TimedRun>& runs, const std::string& lock_dir, bool verbose);

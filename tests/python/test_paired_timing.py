@@ -85,3 +85,18 @@ def test_a_study_stopped_while_timing_times_that_seed_again(tmpdir_zl):
     index = load_index(os.path.join(out, "results.h5"))
     mine = index[index["run_id"].isin([f[:-3] for f in new])]
     assert len(mine) == 4 and (mine["decode_tok_s"] > 0).all() and (mine["decode_timing_arms"] == 2).all()
+
+
+def test_arms_on_the_two_steps_are_timed_apart(tmpdir_zl):
+    # Interleaved, a fast-step arm and a reference-step arm slowed each other
+    # several-fold; each kind is timed among itself, fast first.
+    out = os.path.join(tmpdir_zl, "steps")
+    p = subprocess.run([zerolayer_bin(), "ablate", "ablations/smoke.ini", "--output.dir", out, *ARGS[:-2],
+                        "--decode.repeats", "3", "--decode.step", "fast,reference", "--seed", "1"],
+                       capture_output=True, text=True, cwd=ROOT, check=True, timeout=600)
+    fast = p.stderr.find("timed seed 1: 1 arm on the fast step, 3 passes each")
+    reference = p.stderr.find("timed seed 1: 1 arm on the reference step, 3 passes each")
+    assert 0 <= fast < reference, p.stderr
+    index = load_index(os.path.join(out, "results.h5"))
+    assert sorted(index["decode_fast_step"]) == [0, 1] and (index["decode_timing_arms"] == 1).all()
+    assert (index["decode_tok_s"] > 0).all()
