@@ -7,11 +7,12 @@ from .results import pareto_front
 
 
 # One colour per variant, the same in every plot and file: the seeds' mechanisms in warm colours, the
-# published methods in cool ones, sfvl's controls in lighter shades of sfvl's red. A variant not named here
-# takes a colour no named variant uses.
+# published methods in cool ones, sfvl's controls in reds and browns apart enough to tell (three shades of
+# one red could not be told apart on the baselines study's plot). A variant not named here takes a colour
+# no named variant uses.
 VARIANT_COLORS = {
     "baseline": "#404040", "sfvl": "#d62728", "sfcl": "#ff7f0e", "oet": "#bcbd22", "fused": "#9467bd",
-    "speculative": "#8c564b", "sfvl_best_of_n": "#ff9896", "sfvl_oracle": "#e7969c", "sfvl_random": "#c49c94",
+    "speculative": "#8c564b", "sfvl_best_of_n": "#ff9896", "sfvl_oracle": "#7b4173", "sfvl_random": "#8c6d31",
     "contrastive": "#2ca02c", "alibi": "#1f77b4", "gated_attn": "#17becf", "streaming": "#393b79", "h2o": "#6b6ecf",
     "latent_kv": "#e377c2"}
 _SPARE_COLORS = ("#7f7f7f", "#8ca252", "#bd9e39", "#ad494a", "#a55194", "#637939", "#843c39", "#5254a3")
