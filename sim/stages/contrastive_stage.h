@@ -26,7 +26,8 @@
 //   is thus k times the baseline's per sequence, plus one hidden vector per
 //   context token: kv_bytes_per_token counts both, from the tensors.
 // - Defaults k = 8, α = 0.6: the paper's setting for its document
-//   generation experiments (GPT-2 on Wikitext-103).
+//   generation experiments (GPT-2 on Wikitext-103; the authors' SimCTG
+//   README reproduces the paper's Table 3 with beam_width 8, alpha 0.6).
 //
 // It runs on the reference (LibTorch) step: the hand-written fast step
 // serves one token per sequence and has no hidden-state output.
