@@ -19,6 +19,7 @@
 #include "sim/h5.h"
 #include "sim/results.h"
 #include "sim/study/study_file.h"
+#include "tests/cpp/check_helpers.h"
 
 namespace {
 
@@ -433,14 +434,7 @@ TEST(Claims, KnownMethodsStandBesideAClaimOnItsComparison) {
 
 TEST(Claims, KnownMethodKeysAreChecked) {
   const std::string base = std::string(kRelative) + "claimed = 0.1\ntolerance = 0.01\n";
-  auto message = [&](const std::string& extra) {
-    try {
-      one(base + extra);
-    } catch (const std::runtime_error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
+  auto message = [&](const std::string& extra) { return zl::message_of([&] { one(base + extra); }); };
   EXPECT_NE(message("known_metric.h2o = x\n").find("known_metric.h2o without known.h2o"), std::string::npos);
   EXPECT_NE(message("known. = variant=h2o\n").find("unknown key known."), std::string::npos);
   EXPECT_NE(message("known.h2o =\n").find("known.h2o has no run selector"), std::string::npos);

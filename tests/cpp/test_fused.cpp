@@ -11,6 +11,7 @@
 #include "models/transformer.h"
 #include "sim/config.h"
 #include "sim/stages/fused_stage.h"
+#include "tests/cpp/check_helpers.h"
 
 namespace zl {
 namespace {
@@ -37,8 +38,6 @@ ModelConfig all_on(KW kw = KW::Scale, Imp imp = Imp::AttnMass) {
   c.fused.gate = true;
   return c;
 }
-
-float max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<float>(); }
 
 // At GPT-2 initialisation the attention scores are near 0, where scaling a key
 // changes nothing (the score is already 0): sharpen them so the weights matter.

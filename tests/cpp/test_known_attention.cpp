@@ -16,20 +16,10 @@
 #include "sim/cost.h"
 #include "sim/model_options.h"
 #include "sim/study/study_file.h"
+#include "tests/cpp/check_helpers.h"
 
 namespace zl {
 namespace {
-
-float max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<float>(); }
-
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(Alibi, SlopesAreThePapers) {
   // §3: 8 heads take 1/2, 1/4, ..., 1/256.

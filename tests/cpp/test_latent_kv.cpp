@@ -22,21 +22,11 @@
 #include "sim/decoder.h"
 #include "sim/model_options.h"
 #include "sim/study/study_file.h"
+#include "tests/cpp/check_helpers.h"
 #include "tests/cpp/temp_dir.h"
 
 namespace zl {
 namespace {
-
-float max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<float>(); }
-
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
 
 ModelConfig tiny() {
   ModelConfig c;
