@@ -1,0 +1,35 @@
+// What a scheduler step costs, for the serving simulator (sim/serving/simulator.h):
+// the shape of the step (which requests it feeds, how many tokens each, at
+// which context) in, its duration out. Two models implement it: one
+// calibrated on this machine's real decode step (sim/serving/calibration.h,
+// as Vidur profiles each operator), and a roofline per named accelerator
+// (sim/serving/roofline.h) whose figures are projections.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace zl {
+
+struct StepShape {
+  struct Part {
+    int64_t tokens = 0;    // tokens fed for one request in this step (1: a decode; more: a prefill chunk)
+    int64_t context = 0;   // tokens of that request already in the KV cache before the step
+    bool samples = false;  // the step ends its known tokens, so a token is sampled (and reviewed, for sfvl)
+  };
+  std::vector<Part> parts;
+  int64_t tokens() const;        // Σ tokens
+  int64_t prefill_tokens() const;  // Σ tokens of the parts with tokens > 1 or context == 0
+  int64_t decodes() const;         // parts that are single-token decodes at context > 0
+};
+
+class StepCostModel {
+ public:
+  virtual ~StepCostModel() = default;
+  // The step's duration in ns (>= 1).
+  virtual int64_t step_ns(const StepShape& step) const = 0;
+  // What the figures are: "calibrated" here, or "projected" on named hardware.
+  virtual std::string kind() const = 0;
+};
+
+}  // namespace zl
