@@ -235,6 +235,28 @@ torch::Tensor DecodeStep::extend(const std::vector<std::vector<int64_t>>& tokens
   return logits ? out.view({B, T, model_->cfg.vocab}) : torch::Tensor();
 }
 
+torch::Tensor DecodeStep::feed(const std::vector<Feed>& feeds, KVCache& cache) {
+  const int64_t B = cache.batch();
+  TORCH_CHECK(cache.lengths.device().is_cpu(), "DecodeStep: cache of another device");
+  const int64_t* len = cache.lengths.data_ptr<int64_t>();
+  std::vector<Row> rows;
+  std::vector<int64_t> fed(B, 0);
+  for (size_t f = 0; f < feeds.size(); ++f) {
+    const Feed& x = feeds[f];
+    TORCH_CHECK(x.sequence >= 0 && x.sequence < B, "DecodeStep::feed: sequence ", x.sequence, " of a batch of ", B);
+    TORCH_CHECK(f == 0 || feeds[f - 1].sequence < x.sequence, "DecodeStep::feed: feeds out of sequence order");
+    TORCH_CHECK(!x.tokens.empty(), "DecodeStep::feed: a feed without tokens");
+    const int64_t n = x.tokens.size();
+    for (int64_t t = 0; t < n; ++t) rows.push_back({x.sequence, x.tokens[t], len[x.sequence] + t, x.logits && t + 1 == n, t});
+    fed[x.sequence] = n;
+  }
+  auto logits = run_rows(rows, cache);
+  int64_t* lengths = cache.lengths.data_ptr<int64_t>();
+  for (int64_t b = 0; b < B; ++b) lengths[b] += fed[b];
+  advance_held(cache, fed);
+  return logits;
+}
+
 void DecodeStep::advance_held(KVCache& cache, const std::vector<int64_t>& fed) {
   if (!cache.evicting()) return;
   int64_t* held = cache.held.data_ptr<int64_t>();

@@ -81,6 +81,19 @@ class DecodeStep {
   // speculative target checking its draft's proposals).
   torch::Tensor extend(const std::vector<std::vector<int64_t>>& tokens, KVCache& cache, bool logits = true);
 
+  // A continuous-batching server's step (sim/serving/engine.h): each feed's
+  // tokens go to its own sequence at positions lengths[sequence].., a
+  // prefill chunk and single-token decodes side by side; sequences not fed
+  // are untouched. Feeds in increasing sequence order. Advances the fed
+  // lengths and returns the logits [F,V] of the last token of each feed
+  // that asks for them, in order.
+  struct Feed {
+    int64_t sequence = 0;
+    std::vector<int64_t> tokens;
+    bool logits = true;
+  };
+  torch::Tensor feed(const std::vector<Feed>& feeds, KVCache& cache);
+
   // For measuring one of fused's parts' share of a step's time only (a
   // replay timed with and without it, sim/step_replay.h): the step then
   // leaves that part's work out, and its logits and cache are wrong.

@@ -94,6 +94,20 @@ void check_latent_rank(const std::string& v) {
     throw std::invalid_argument("must be auto, a rank >= 1 or a share in (0,1] of the K/V width (0.25), got " + v);
 }
 
+// A comma list of numbers > 0 ("inf" allowed where `infinite`): serve.loads, serve.rates.
+StrCheck positive_list(bool infinite, bool allow_empty) {
+  return [=](const std::string& v) {
+    if (v.empty()) {
+      if (allow_empty) return;
+      throw std::invalid_argument("must list at least one number");
+    }
+    for (double x : number_list(v))
+      if (!(x > 0) || (!infinite && std::isinf(x)))
+        throw std::invalid_argument("each value must be " + std::string(infinite ? "> 0 (or inf)" : "a finite number > 0") +
+                                    ", got " + format_float(x) + " in '" + v + "'");
+  };
+}
+
 // ---- registry builders -----------------------------------------------------
 
 template <class Section, class Field>
@@ -357,6 +371,41 @@ std::vector<KeySpec> build_registry() {
   k.push_back(str_key("judge.precision", &R::judge, &JudgeConfig::precision, E, "fp32 | bf16 (autocast)",
                       one_of({"fp32", "bf16"})));
 
+  k.push_back(bool_key("serve.enabled", &R::serve, &ServeConfig::enabled, E,
+                       "serve the trained model (continuous batching, sim/serving/): set by serve-bench and simulate"));
+  k.push_back(bool_key("serve.measure", &R::serve, &ServeConfig::measure, E,
+                       "run the real server beside the simulator (off: the simulator alone, as `simulate` does)"));
+  k.push_back(str_key("serve.loads", &R::serve, &ServeConfig::loads, E,
+                      "request rates as shares of the simulated capacity, comma list (light, near saturation, overload)",
+                      positive_list(false, false)));
+  k.push_back(str_key("serve.rates", &R::serve, &ServeConfig::rates, E,
+                      "request rates in requests/s instead of serve.loads, comma list (inf: all at once)",
+                      positive_list(true, true)));
+  k.push_back(str_key("serve.trace", &R::serve, &ServeConfig::trace, E,
+                      "trace file (CSV: arrival_s, prompt, output_tokens) instead of synthetic arrivals"));
+  k.push_back(int_key("serve.requests", &R::serve, &ServeConfig::requests, E, "requests per load", at_least(1)));
+  k.push_back(float_key("serve.burstiness", &R::serve, &ServeConfig::burstiness, E,
+                        "Gamma shape of the arrival gaps (1: Poisson)", in_range(0, 1e6, true)));
+  k.push_back(int_key("serve.output_len", &R::serve, &ServeConfig::output_len, E,
+                      "tokens per request (0: decode.max_new_tokens)", at_least(0)));
+  k.push_back(int_key("serve.block_size", &R::serve, &ServeConfig::block_size, E, "KV block (tokens)", at_least(1)));
+  k.push_back(int_key("serve.max_num_seqs", &R::serve, &ServeConfig::max_num_seqs, E, "requests running at once",
+                      at_least(1)));
+  k.push_back(int_key("serve.max_num_batched_tokens", &R::serve, &ServeConfig::max_num_batched_tokens, E,
+                      "tokens fed per step", at_least(1)));
+  k.push_back(float_key("serve.kv_budget_mb", &R::serve, &ServeConfig::kv_budget_mb, E,
+                        "KV cache budget in MB (0: max_num_seqs full contexts of the baseline's cache)", in_range(0, 1e9)));
+  k.push_back(float_key("serve.slo_ttft_ms", &R::serve, &ServeConfig::slo_ttft_ms, E, "TTFT SLO (0: none)", in_range(0, 1e9)));
+  k.push_back(float_key("serve.slo_tpot_ms", &R::serve, &ServeConfig::slo_tpot_ms, E, "TPOT SLO (0: none)", in_range(0, 1e9)));
+  k.push_back(float_key("serve.slo_e2el_ms", &R::serve, &ServeConfig::slo_e2el_ms, E, "E2E latency SLO (0: none)",
+                        in_range(0, 1e9)));
+  k.push_back(float_key("serve.slo_attainment", &R::serve, &ServeConfig::slo_attainment, E,
+                        "share of requests that must meet every SLO", in_range(0, 1, true)));
+  k.push_back(str_key("serve.hardware", &R::serve, &ServeConfig::hardware, E,
+                      "accelerators to project to, comma list of ablations/hardware.ini sections (empty: none)"));
+  k.push_back(str_key("serve.shapes", &R::serve, &ServeConfig::shapes, E,
+                      "model shapes to project, comma list of ablations/hardware.ini sections"));
+
   k.push_back(str_key("output.dir", &R::output, &OutputConfig::dir, O, "where shards, checkpoints and results go",
                       [](const std::string& v) {
                         if (v.empty()) throw std::invalid_argument("must not be empty");
@@ -524,8 +573,12 @@ bool control_reads(const std::string& key, const std::string& variant) {
 
 // `mode`: latent.mode of a latent_kv run ("" when unknown: every latent.*
 // key counts, as for the run's identity under either mode).
-bool relevant(const std::string& key, const std::string& variant, bool training_only, const std::string& mode = "") {
+bool relevant(const std::string& key, const std::string& variant, bool training_only, const std::string& mode = "",
+              bool serving = false) {
   auto family = trained_family(variant);
+  // Serving's keys say how a run is served; a run that is not served is the
+  // same run whatever they say.
+  if (key.rfind("serve.", 0) == 0) return serving && !training_only;
   if (key.rfind("latent.", 0) == 0) {
     // latent_kv: svd decodes the baseline's checkpoint, so no latent key
     // enters its train_id; norm only shapes a trained model, the svd_* keys
@@ -562,14 +615,15 @@ bool parse_bool(const std::string& s) {
 
 bool relevant_key(const std::string& key, const std::string& variant) { return relevant(key, variant, false); }
 bool relevant_key(const std::string& key, const RunConfig& cfg) {
-  return relevant(key, cfg.variant, false, cfg.latent.mode);
+  return relevant(key, cfg.variant, false, cfg.latent.mode, cfg.serve.enabled);
 }
 
 namespace {
 std::string canonical(const RunConfig& cfg, bool training_only) {
   std::string text;
   for (const auto& k : config_keys()) {
-    if (k.role == KeyRole::Output || !relevant(k.name, cfg.variant, training_only, cfg.latent.mode)) continue;
+    if (k.role == KeyRole::Output || !relevant(k.name, cfg.variant, training_only, cfg.latent.mode, cfg.serve.enabled))
+      continue;
     if (training_only && k.role != KeyRole::Training) continue;
     std::string value = (training_only && k.name == "variant") ? trained_family(cfg) : k.get(cfg);
     text += k.name + "=" + value + "\n";
@@ -577,6 +631,29 @@ std::string canonical(const RunConfig& cfg, bool training_only) {
   return text;
 }
 }  // namespace
+
+std::vector<double> number_list(const std::string& text) {
+  std::vector<double> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (item == "inf") out.push_back(std::numeric_limits<double>::infinity());
+    else out.push_back(parse_float(item));
+  }
+  return out;
+}
+
+std::vector<std::string> name_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
 
 std::string run_id(const RunConfig& cfg) { return hash_hex(canonical(cfg, false)); }
 std::string train_id(const RunConfig& cfg) { return hash_hex(canonical(cfg, true)); }

@@ -213,6 +213,32 @@ struct JudgeConfig {
   std::string precision = "bf16";       // fp32 | bf16 (about 3x faster on AVX512-BF16 CPUs)
 };
 
+// Serving (issue 14; sim/serving/): a continuous-batching server over the
+// trained model, measured here and simulated on a cost model calibrated on
+// the real step, then projected to named accelerators by roofline. Off by
+// default; `zerolayer serve-bench` and `simulate` turn it on. Its keys are
+// part of a run's identity only when it is on.
+struct ServeConfig {
+  bool enabled = false;
+  bool measure = true;                  // run the real server (serve-bench); off: the simulator alone (simulate)
+  std::string loads = "0.3,0.8,1.5";    // request rates as shares of the simulated capacity (light, near saturation, overload)
+  std::string rates;                    // request rates in requests/s instead of loads (comma list, "inf" allowed)
+  std::string trace;                    // a trace file (arrival_s, prompt, output_tokens) instead of synthetic arrivals
+  int64_t requests = 200;               // requests per load
+  double burstiness = 1;                // Gamma shape of the arrival gaps (1: Poisson)
+  int64_t output_len = 0;               // tokens per request (0: decode.max_new_tokens)
+  int64_t block_size = 16;              // PagedAttention block, tokens
+  int64_t max_num_seqs = 16;            // requests running at once
+  int64_t max_num_batched_tokens = 256; // tokens per step
+  double kv_budget_mb = 0;              // KV cache budget (0: max_num_seqs full contexts of the baseline's cache)
+  double slo_ttft_ms = 0;               // SLOs for goodput and the highest rate that meets them (0: none on it)
+  double slo_tpot_ms = 0;
+  double slo_e2el_ms = 0;
+  double slo_attainment = 0.9;          // share of requests that must meet every SLO
+  std::string hardware = "H100-SXM,H200-SXM,A100-80GB-SXM,L4";  // projected accelerators (ablations/hardware.ini; empty: none)
+  std::string shapes = "llama2-7b,llama2-70b";                  // projected model shapes
+};
+
 struct OutputConfig {
   std::string dir = "results";          // shards, checkpoints and results.h5 go here
   int64_t verbosity = 1;                // 0 quiet, 1 progress, 2 debug
@@ -238,6 +264,7 @@ struct RunConfig {
   GatedAttnConfig gated_attn;
   LatentConfig latent;
   JudgeConfig judge;
+  ServeConfig serve;
   OutputConfig output;
 };
 
@@ -280,6 +307,12 @@ std::string to_ini(const RunConfig& cfg);
 // A boolean as config files spell it: true/on/yes/1 or false/off/no/0; throws
 // std::invalid_argument naming the text otherwise.
 bool parse_bool(const std::string& s);
+
+// A comma list of numbers ("inf" read as infinity); throws
+// std::invalid_argument naming the item that is not one.
+std::vector<double> number_list(const std::string& text);
+// A comma list of names, spaces trimmed, empty items dropped.
+std::vector<std::string> name_list(const std::string& text);
 
 // Identity: a hash of the keys that are not output settings (run_id), and of
 // only the keys that shape the trained model (train_id).

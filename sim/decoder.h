@@ -44,6 +44,10 @@ struct DecodeHook {
   // a hook may set per-sequence model state for the prefill (oet's table
   // corrections at the prompt's events). Default: nothing.
   virtual void before_prefill(const std::vector<std::vector<int32_t>>& prompts) {}
+  // A serving loop (sim/serving/engine.h) reuses rows of one batch: row
+  // `sequence` now holds a new request whose first `prompt_len` tokens are
+  // its prompt. Default: nothing.
+  virtual void begin_sequence(int64_t sequence, int64_t prompt_len) {}
   virtual Verdict review(const std::vector<std::vector<int32_t>>& sequences, const std::vector<bool>& active) = 0;
 };
 

@@ -20,6 +20,11 @@ void VerifyHook::begin_batch(int64_t batch) {
   seq_.assign(batch, Sequence{});
 }
 
+void VerifyHook::begin_sequence(int64_t sequence, int64_t prompt_len) {
+  seq_.at(sequence) = Sequence{};
+  seq_[sequence].prompt_len = prompt_len;
+}
+
 DecodeHook::Verdict VerifyHook::review(const std::vector<std::vector<int32_t>>& sequences,
                                        const std::vector<bool>& active) {
   const auto start = std::chrono::steady_clock::now();

@@ -58,6 +58,7 @@ class VerifyHook : public DecodeHook {
   VerifyHook(SequenceCheck check, VerifyPolicy policy, uint64_t seed, bool log, std::string pass = "quality");
 
   void begin_batch(int64_t batch) override;
+  void begin_sequence(int64_t sequence, int64_t prompt_len) override;
   Verdict review(const std::vector<std::vector<int32_t>>& sequences, const std::vector<bool>& active) override;
 
   std::vector<VerifyEvent> events;  // when logging: one per check, in order

@@ -1,0 +1,66 @@
+// A step's cost on this machine, calibrated on the real decode step: the
+// cost model the simulator runs on here (Vidur's approach: profile the very
+// engine being simulated, fit, predict; SERVING-ANCHORS.md).
+//
+// The model follows how the fast step spreads a step over its team
+// (models/decode_step.h, DecodeStep::run_rows): the rows of the step, in
+// slot order, are cut into one group of whole sequences per team member,
+// near equal row counts, and the step lasts as long as its slowest group;
+// a step cut into one group (one sequence, or a long prefill beside a few
+// decodes) instead has the whole team split each product.
+// A group's time is linear in its work: rows fed (the products), keys
+// attended (Σ over rows of the context it sees), sequences (per-sequence
+// bookkeeping) and logits rows (the head). A step adds a fixed overhead and
+// a cost per sampled token (sampling, and sfvl's review). So two sets of
+// coefficients are fitted: one for steps of one group (team mode) and
+// one for steps of several (the slowest group's), each by least squares,
+// with outliers past 4 robust deviations left out (this machine is shared).
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/serving/cost_model.h"
+
+namespace zl {
+
+// The groups DecodeStep::run_rows cuts a step into on a team of `team`
+// threads: [begin, end) ranges of shape.parts.
+std::vector<std::pair<size_t, size_t>> team_groups(const StepShape& shape, int team);
+
+// Coefficients, ns per unit: {overhead, per sample, per row, per key, per sequence, per logits row}.
+using StepCoefficients = std::array<double, 6>;
+
+class CalibratedCost : public StepCostModel {
+ public:
+  CalibratedCost(int team, StepCoefficients alone, StepCoefficients grouped)
+      : team_(team), alone_(alone), grouped_(grouped) {}
+  int64_t step_ns(const StepShape& step) const override;
+  std::string kind() const override { return "calibrated"; }
+  int team() const { return team_; }
+  const StepCoefficients& alone() const { return alone_; }      // steps of one group
+  const StepCoefficients& grouped() const { return grouped_; }  // steps of several
+
+ private:
+  int team_;
+  StepCoefficients alone_, grouped_;
+};
+
+struct ProfiledStep {
+  StepShape shape;
+  int64_t ns = 0;
+};
+
+struct Calibration {
+  CalibratedCost cost;
+  double median_abs_error = 0;  // of the fitted model on the profile, relative
+  int64_t steps = 0, outliers = 0;
+};
+
+// Fits the model to steps timed on the real decode step. Throws
+// std::invalid_argument when the profile has too few steps of either kind.
+Calibration calibrate(const std::vector<ProfiledStep>& profile, int team);
+
+}  // namespace zl

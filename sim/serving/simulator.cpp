@@ -1,0 +1,41 @@
+#include "sim/serving/simulator.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace zl {
+
+SimulatedRunner::SimulatedRunner(const StepCostModel& cost, ResampleModel resample, uint64_t seed)
+    : cost_(cost), resample_(std::move(resample)), rng_(seed) {}
+
+int64_t SimulatedRunner::run(const StepPlan& plan, int64_t start_ns, std::vector<int64_t>& dropped) {
+  std::uniform_real_distribution<double> u(0, 1);
+  for (size_t i = 0; i < plan.parts.size(); ++i) {
+    const auto& p = plan.parts[i];
+    if (!p.samples || resample_.rate <= 0) continue;
+    if (p.request >= static_cast<int64_t>(reviews_.size())) reviews_.resize(p.request + 1);
+    Review& r = reviews_[p.request];
+    ++r.produced;
+    if (r.produced > r.fired_at) r.retries = 0;  // past the furthest fire: a fresh budget
+    if (r.retries >= resample_.max_retries || u(rng_) >= resample_.rate) continue;
+    int64_t d = resample_.drop == "2" ? 2 : resample_.drop == "random" ? 1 + static_cast<int64_t>(rng_() % 2) : 1;
+    d = std::min(d, r.produced);
+    ++r.retries;
+    r.fired_at = std::max(r.fired_at, r.produced);
+    r.produced -= d;
+    dropped[i] = d;
+  }
+  return start_ns + std::max<int64_t>(1, cost_.step_ns(plan.shape()));
+}
+
+int64_t ReplayRunner::run(const StepPlan& plan, int64_t start_ns, std::vector<int64_t>& dropped) {
+  if (next_ >= steps_.size()) throw std::runtime_error("replay: more steps than were recorded");
+  const StepRecord& r = steps_[next_++];
+  if (r.dropped.size() != plan.parts.size())
+    throw std::runtime_error("replay: step " + std::to_string(next_ - 1) + " was recorded with " +
+                             std::to_string(r.dropped.size()) + " parts, planned with " + std::to_string(plan.parts.size()));
+  dropped = r.dropped;
+  return start_ns + (r.end_ns - r.start_ns);
+}
+
+}  // namespace zl

@@ -1,0 +1,56 @@
+// The serving simulator: the serving loop (sim/serving/serve_loop.h) with
+// a runner that runs nothing. A step lasts what a cost model predicts for
+// its shape (sim/serving/cost_model.h), and re-sampling (sfvl) takes tokens
+// back at the rate measured on the real decode, drawn from a seeded stream.
+// Or it replays recorded steps, durations and drops, as they ran: the test
+// that the simulator's bookkeeping is the real server's.
+#pragma once
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "sim/serving/cost_model.h"
+#include "sim/serving/serve_loop.h"
+
+namespace zl {
+
+// sfvl's review as the simulator sees it: each sampled token fires with
+// probability `rate` while its position has retries left, and a fire takes
+// back `drop` tokens ("1", "2", or "random": 1 or 2 evenly), never more than
+// the request has produced. Rate 0: no review.
+struct ResampleModel {
+  double rate = 0;
+  std::string drop = "1";
+  int64_t max_retries = 3;
+};
+
+class SimulatedRunner : public StepRunner {
+ public:
+  SimulatedRunner(const StepCostModel& cost, ResampleModel resample = {}, uint64_t seed = 0);
+  int64_t run(const StepPlan& plan, int64_t start_ns, std::vector<int64_t>& dropped) override;
+
+ private:
+  const StepCostModel& cost_;
+  ResampleModel resample_;
+  std::mt19937_64 rng_;
+  // Per request: the tokens it has produced and the retry budget of the
+  // furthest position it fired at (as sim/stages/verify_hook.h keeps it).
+  struct Review {
+    int64_t produced = 0, fired_at = -1, retries = 0;
+  };
+  std::vector<Review> reviews_;
+};
+
+// Gives back recorded steps in order: each one's duration and drops.
+class ReplayRunner : public StepRunner {
+ public:
+  explicit ReplayRunner(std::vector<StepRecord> steps) : steps_(std::move(steps)) {}
+  int64_t run(const StepPlan& plan, int64_t start_ns, std::vector<int64_t>& dropped) override;
+
+ private:
+  std::vector<StepRecord> steps_;
+  size_t next_ = 0;
+};
+
+}  // namespace zl
