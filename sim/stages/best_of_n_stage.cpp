@@ -134,6 +134,10 @@ class BestOfNStage : public VariantStage {
     r.metrics["best_of_n"] = static_cast<double>(ctx.cfg.control.best_of_n);
   }
 
+  Serving serving(const StageContext& ctx, const DecodeOptions& opt, uint64_t seed) override {
+    return {opt, nullptr, "best-of-n decodes n candidates per prompt in a loop of its own"};
+  }
+
   DecodeOutput decode(const StageContext& ctx, const std::vector<std::vector<int32_t>>& prompts,
                       const DecodeOptions& opt, at::Generator& gen, bool logged) override {
     Verifier v = verifier_;

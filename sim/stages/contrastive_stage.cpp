@@ -170,6 +170,10 @@ namespace {
 
 class ContrastiveStage : public VariantStage {
  public:
+  Serving serving(const StageContext& ctx, const DecodeOptions& opt, uint64_t seed) override {
+    return {opt, nullptr, "contrastive search decodes on the reference step, with a loop of its own"};
+  }
+
   DecodeOutput decode(const StageContext& ctx, const std::vector<std::vector<int32_t>>& prompts,
                       const DecodeOptions& opt, at::Generator& gen, bool logged) override {
     return contrastive_decode(ctx.model, prompts, opt, {ctx.cfg.contrastive.k, ctx.cfg.contrastive.alpha});

@@ -19,6 +19,12 @@ class EvictionStage : public VariantStage {
     return zl::decode(ctx.model, prompts, evicting, gen);
   }
 
+  Serving serving(const StageContext& ctx, const DecodeOptions& opt, uint64_t seed) override {
+    Serving s{opt, nullptr, ""};
+    s.opt.eviction = eviction_;
+    return s;
+  }
+
   void add_flops(const StageContext& ctx, int64_t context, std::map<std::string, double>& per_module) override {
     // A token attends over at most budget + 1 keys: the held ones and itself.
     const int64_t keys = std::min<int64_t>(context, eviction_.budget + 1);

@@ -52,6 +52,11 @@ class OetStage : public VariantStage {
   void prepare(const StageContext& ctx, RunRecord& r) override;
   DecodeOutput decode(const StageContext& ctx, const std::vector<std::vector<int32_t>>& prompts,
                       const DecodeOptions& opt, at::Generator& gen, bool logged) override;
+  // oet sets its table's corrections for a whole batch at once
+  // (models/correction.h), not per request of a served step.
+  Serving serving(const StageContext& ctx, const DecodeOptions& opt, uint64_t seed) override {
+    return {opt, nullptr, "oet sets its table's corrections for a whole batch at once, not per request of a served step"};
+  }
   void add_flops(const StageContext& ctx, int64_t context, std::map<std::string, double>& per_module) override;
   void finish(const StageContext& ctx, const Prompts& prompts, const DecodeOutput& quality, RunRecord& r) override;
   // oet_lookup_ns: one block of lookups after each timed pass, the fastest.

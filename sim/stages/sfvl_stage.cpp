@@ -35,6 +35,12 @@ class SfvlStage : public VariantStage {
     return run(ctx, prompts, opt, gen, logged, "quality");
   }
 
+  Serving serving(const StageContext& ctx, const DecodeOptions& opt, uint64_t seed) override {
+    if (check_ == Check::Oracle)  // it finds a prompt's contract by the item's index in the decode
+      return {opt, nullptr, "the checker oracle reads each prompt's contract by its place in a decode; a server has none"};
+    return {opt, make_hook(ctx, opt, seed, /*logged=*/false, "serving"), ""};
+  }
+
   void add_flops(const StageContext& ctx, int64_t context, std::map<std::string, double>& per_module) override {
     if (check_ == Check::Verifier) per_module["verifier"] = verifier_->cfg.flops_per_check();  // one check per proposed token
   }
@@ -120,11 +126,11 @@ class SfvlStage : public VariantStage {
   }
 
  private:
-  DecodeOutput run(const StageContext& ctx, const std::vector<std::vector<int32_t>>& prompts,
-                   const DecodeOptions& opt, at::Generator& gen, bool logged, const std::string& pass) {
+  // The check this arm re-samples on: the verifier, the checker oracle, or chance.
+  std::unique_ptr<VerifyHook> make_hook(const StageContext& ctx, const DecodeOptions& opt, uint64_t seed, bool logged,
+                                        const std::string& pass) {
     const auto& cfg = ctx.cfg;
     VerifyPolicy policy = VerifyPolicy::from(cfg.verify, opt.sampling.temperature);
-    const uint64_t seed = sampling_seed(cfg, 6151) + passes_++;
     std::unique_ptr<VerifyHook> hook;
     if (check_ == Check::Verifier) {
       Verifier v = verifier_;
@@ -140,6 +146,14 @@ class SfvlStage : public VariantStage {
       policy.threshold = cfg.control.trigger_rate;
       hook = std::make_unique<VerifyHook>(random_trigger(seed ^ 0x9E3779B97F4A7C15ull), 1, policy, seed, logged, pass);
     }
+    return hook;
+  }
+
+  DecodeOutput run(const StageContext& ctx, const std::vector<std::vector<int32_t>>& prompts,
+                   const DecodeOptions& opt, at::Generator& gen, bool logged, const std::string& pass) {
+    const auto& cfg = ctx.cfg;
+    const uint64_t seed = sampling_seed(cfg, 6151) + passes_++;
+    std::unique_ptr<VerifyHook> hook = make_hook(ctx, opt, seed, logged, pass);
     DecodeOutput out = zl::decode(ctx.model, prompts, opt, gen, hook.get());
     if (logged) {
       for (auto& e : hook->events) events_.push_back(std::move(e));

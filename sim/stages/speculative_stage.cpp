@@ -50,6 +50,10 @@ class SpeculativeStage : public VariantStage {
     r.metrics["draft_val_loss"] = trained.val_loss;
   }
 
+  Serving serving(const StageContext& ctx, const DecodeOptions& opt, uint64_t seed) override {
+    return {opt, nullptr, "speculative decoding is a loop of its own (draft, then one check of its proposals), not a step a server can batch"};
+  }
+
   DecodeOutput decode(const StageContext& ctx, const std::vector<std::vector<int32_t>>& prompts,
                       const DecodeOptions& opt, at::Generator& gen, bool logged) override {
     SpeculativeStats s;

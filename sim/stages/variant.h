@@ -45,6 +45,17 @@ class VariantStage {
     return zl::decode(ctx.model, prompts, opt, gen);
   }
 
+  // How the variant decodes inside a serving loop (sim/serving/engine.h):
+  // the decode options it changes (an evicting cache) and the hook that
+  // reviews every sampled token (sfvl's verifier). A variant whose decoding
+  // is a loop of its own cannot be served yet, and `unsupported` says why.
+  struct Serving {
+    DecodeOptions opt;
+    std::shared_ptr<DecodeHook> hook;
+    std::string unsupported;
+  };
+  virtual Serving serving(const StageContext& ctx, const DecodeOptions& opt, uint64_t seed) { return {opt, nullptr, ""}; }
+
   // After the timed passes (decode with logged = false), which run in the
   // run's process or later beside the other arms of its seed: the variant's
   // figures of them, such as the share of decode time its own part took.

@@ -16,6 +16,7 @@
 #include "sim/prompts.h"
 #include "sim/provenance.h"
 #include "sim/runtime.h"
+#include "sim/serving/serving_run.h"
 #include "sim/stages/variant.h"
 #include "sim/trainer.h"
 
@@ -181,6 +182,9 @@ RunRecord execute_run(const RunConfig& cfg) {
   m["flops_per_token"] = total_flops(flops);
   for (const auto& [module, f] : flops) m["flops_" + module] = f;
   run->stage->finish(ctx, prompts, quality, r);
+  // Served by continuous batching, measured and simulated (after finish():
+  // the simulator draws sfvl's re-samples at the trigger rate it measured).
+  if (cfg.serve.enabled) serve_run(*run, r);
   m["peak_rss_bytes"] = static_cast<double>(peak_rss_bytes());
 
   r.status = "complete";

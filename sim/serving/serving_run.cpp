@@ -1,0 +1,306 @@
+#include "sim/serving/serving_run.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+#include "sim/serving/calibration.h"
+#include "sim/serving/engine.h"
+#include "sim/serving/projection.h"
+#include "sim/serving/serve_loop.h"
+#include "sim/serving/simulator.h"
+
+namespace zl {
+namespace {
+
+// What every served pass of the run shares.
+struct Setup {
+  VariantStage::Serving how;
+  SchedulerOptions sched;
+  std::vector<std::vector<int32_t>> prompts;  // the run's prompts, cut to leave room for the output
+  int64_t output_len = 0;
+  double kv_bytes_per_token = 0;  // this variant's cache, measured from its tensors
+  ResampleModel resample;         // sfvl: what the simulator draws
+};
+
+Setup setup(OpenRun& run, RunRecord& r) {
+  const RunConfig& cfg = run.cfg;
+  const ServeConfig& s = cfg.serve;
+  Setup out;
+  out.how = run.stage->serving(*run.ctx, run.opt, sampling_seed(cfg, 4093));
+  if (!out.how.unsupported.empty())
+    throw std::runtime_error("serve: variant " + cfg.variant + " cannot be served: " + out.how.unsupported);
+  out.output_len = s.output_len > 0 ? s.output_len : cfg.decode.max_new_tokens;
+  if (out.output_len >= cfg.model.context)
+    throw std::runtime_error("serve.output_len " + std::to_string(out.output_len) + " leaves no room for a prompt in model.context " +
+                             std::to_string(cfg.model.context));
+  DecodeOptions cut = run.opt;
+  cut.max_new_tokens = out.output_len;
+  for (const auto& p : run.prompts.tokens) {
+    const size_t keep = kept_prompt_tokens(p.size(), cfg.model.context, cut);
+    out.prompts.emplace_back(p.end() - keep, p.end());
+  }
+
+  // The KV budget in bytes is the same for every variant of a shape; what a
+  // variant's token costs decides how many blocks it buys.
+  const ModelConfig& mc = run.model->cfg;
+  out.kv_bytes_per_token = run.model->make_cache(1, 0, out.how.opt.eviction).bytes_per_token();
+  const double baseline_bytes = 2.0 * mc.layers * mc.dim * sizeof(float);
+  const double budget = s.kv_budget_mb > 0 ? s.kv_budget_mb * 1e6 : s.max_num_seqs * mc.context * baseline_bytes;
+  out.sched.block_size = s.block_size;
+  out.sched.max_num_seqs = s.max_num_seqs;
+  out.sched.max_num_batched_tokens = s.max_num_batched_tokens;
+  out.sched.num_blocks = static_cast<int64_t>(budget / (s.block_size * out.kv_bytes_per_token));
+  out.sched.held_token_cap = out.how.opt.eviction.on() ? out.how.opt.eviction.budget : 0;
+  if (out.sched.num_blocks < 1)
+    throw std::runtime_error("serve.kv_budget_mb = " + std::to_string(s.kv_budget_mb) + " holds no block of " +
+                             std::to_string(s.block_size) + " tokens at " + std::to_string(out.kv_bytes_per_token) +
+                             " bytes per token");
+  auto& m = r.metrics;
+  m["serve_kv_blocks"] = static_cast<double>(out.sched.num_blocks);
+  m["serve_kv_bytes_per_token"] = out.kv_bytes_per_token;
+  if (out.how.hook) {
+    auto rate = m.find("trigger_rate");
+    out.resample = {rate == m.end() || !std::isfinite(rate->second) ? 0.0 : rate->second, cfg.verify.drop,
+                    cfg.verify.max_retries};
+  }
+  return out;
+}
+
+ServeResult serve_real(OpenRun& run, const Setup& su, const std::vector<ServeRequest>& requests,
+                       const SchedulerOptions& sched, uint64_t seed) {
+  ServingEngine engine(run.model, requests, su.how.opt, su.how.hook.get(), sched.max_num_seqs, seed);
+  engine.start();
+  return serve(requests, sched, engine);
+}
+
+// The calibration profile: the real server, closed loop (every request at
+// 0), at growing numbers of running requests, and once with a small token
+// budget so that chunked prefills share steps with decodes.
+std::vector<ProfiledStep> profile(OpenRun& run, const Setup& su, uint64_t seed) {
+  std::vector<ProfiledStep> out;
+  std::vector<int64_t> widths;
+  for (int64_t b = 1; b <= su.sched.max_num_seqs; b = b < 4 ? b + 1 : b * 3 / 2) widths.push_back(b);
+  if (widths.back() != su.sched.max_num_seqs) widths.push_back(su.sched.max_num_seqs);
+  auto pass = [&](int64_t width, int64_t budget, bool keep) {
+    SchedulerOptions sched = su.sched;
+    sched.max_num_seqs = width;
+    sched.max_num_batched_tokens = budget;
+    ArrivalOptions a;
+    a.rate = INFINITY;
+    a.requests = std::max<int64_t>(3 * width, 6);
+    auto requests = synthetic_workload(su.prompts, su.output_len, a);
+    ServeResult res = serve_real(run, su, requests, sched, seed + width);
+    if (!keep) return;
+    for (size_t i = 1; i < res.steps.size(); ++i)  // the first step pays for packing the weights
+      out.push_back({res.steps[i].shape, res.steps[i].end_ns - res.steps[i].start_ns});
+  };
+  pass(2, su.sched.max_num_batched_tokens, false);  // warm-up
+  for (int64_t w : widths) pass(w, su.sched.max_num_batched_tokens, true);
+  pass(std::min<int64_t>(4, su.sched.max_num_seqs), std::max<int64_t>(8, su.sched.max_num_batched_tokens / 8), true);
+  return out;
+}
+
+ServeResult simulate(const Setup& su, const StepCostModel& cost, const std::vector<ServeRequest>& requests,
+                     const SchedulerOptions& sched, uint64_t seed) {
+  SimulatedRunner runner(cost, su.resample, seed);
+  return serve(requests, sched, runner);
+}
+
+// Requests per second the server completes when every request is there at once.
+double capacity(const Setup& su, const StepCostModel& cost, const std::vector<std::vector<int32_t>>& prompts,
+                int64_t output_len, const SchedulerOptions& sched, int64_t requests, uint64_t seed) {
+  ArrivalOptions a;
+  a.rate = INFINITY;
+  a.requests = requests;
+  return serving_metrics(simulate(su, cost, synthetic_workload(prompts, output_len, a), sched, seed).requests, Slo{})
+      .request_throughput;
+}
+
+// The highest Poisson rate whose simulated SLO attainment reaches `target`
+// (bisection between 1% and 150% of the capacity); 0 when even the lowest misses.
+double max_rate_meeting(const Setup& su, const StepCostModel& cost, const std::vector<std::vector<int32_t>>& prompts,
+                        int64_t output_len, const SchedulerOptions& sched, const Slo& slo, double target, double cap,
+                        const ArrivalOptions& base) {
+  auto meets = [&](double rate) {
+    ArrivalOptions a = base;
+    a.rate = rate;
+    auto res = simulate(su, cost, synthetic_workload(prompts, output_len, a), sched, base.seed);
+    return serving_metrics(res.requests, slo).slo_attainment >= target;
+  };
+  double lo = 0.01 * cap, hi = 1.5 * cap;
+  if (!meets(lo)) return 0;
+  if (meets(hi)) return hi;
+  for (int i = 0; i < 30 && hi - lo > 1e-3 * cap; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (meets(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+// Rows of serve/loads.
+struct LoadRows {
+  std::vector<std::string> side;
+  std::vector<double> load, rate;
+  std::map<std::string, std::vector<double>> figures;
+  void add(const std::string& s, double l, double rt, const ServingMetrics& m) {
+    side.push_back(s);
+    load.push_back(l);
+    rate.push_back(rt);
+    for (const auto& [name, v] : m.named()) figures[name].push_back(v);
+  }
+  Table table() const {
+    Table t;
+    t.add("side", side);
+    t.add("load", load);
+    t.add("rate", rate);
+    for (const auto& [name, v] : figures) t.add(name, v);
+    return t;
+  }
+};
+
+Table steps_table(const std::vector<StepRecord>& steps, const std::vector<double>& load_of_step) {
+  std::vector<int64_t> start, end, parts, tokens, decodes, prefill, samples, dropped, running, waiting, preempted, blocks;
+  std::vector<double> load;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const auto& s = steps[i];
+    start.push_back(s.start_ns);
+    end.push_back(s.end_ns);
+    parts.push_back(s.shape.parts.size());
+    tokens.push_back(s.shape.tokens());
+    decodes.push_back(s.shape.decodes());
+    prefill.push_back(s.shape.prefill_tokens());
+    int64_t n = 0, d = 0;
+    for (const auto& p : s.shape.parts) n += p.samples;
+    for (int64_t x : s.dropped) d += x;
+    samples.push_back(n);
+    dropped.push_back(d);
+    running.push_back(s.running);
+    waiting.push_back(s.waiting);
+    preempted.push_back(s.preempted);
+    blocks.push_back(s.free_blocks);
+    load.push_back(load_of_step[i]);
+  }
+  Table t;
+  t.add("load", load);
+  t.add("start_ns", start);
+  t.add("end_ns", end);
+  t.add("parts", parts);
+  t.add("tokens", tokens);
+  t.add("decodes", decodes);
+  t.add("prefill_tokens", prefill);
+  t.add("samples", samples);
+  t.add("dropped", dropped);
+  t.add("running", running);
+  t.add("waiting", waiting);
+  t.add("preempted", preempted);
+  t.add("free_blocks", blocks);
+  return t;
+}
+
+}  // namespace
+
+void serve_run(OpenRun& run, RunRecord& r) {
+  const RunConfig& cfg = run.cfg;
+  const ServeConfig& s = cfg.serve;
+  auto& m = r.metrics;
+  Setup su = setup(run, r);
+  const uint64_t seed = sampling_seed(cfg, 4049);
+
+  // The workloads: a trace, or synthetic arrivals at each rate.
+  std::vector<ServeRequest> trace;
+  if (!s.trace.empty()) {
+    trace = read_trace(s.trace, [&](const std::string& text) {
+      auto t = run.data.tokenizer->encode(text);
+      DecodeOptions cut = run.opt;
+      cut.max_new_tokens = su.output_len;
+      const size_t keep = kept_prompt_tokens(t.size(), cfg.model.context, cut);
+      return std::vector<int32_t>(t.end() - keep, t.end());
+    });
+    for (const auto& q : trace)
+      if (q.output_len + 1 > cfg.model.context)
+        throw std::runtime_error(s.trace + ": request " + std::to_string(q.id) + " asks for " + std::to_string(q.output_len) +
+                                 " tokens, more than model.context " + std::to_string(cfg.model.context) + " holds");
+  }
+  {  // Every request must fit the KV budget alone: say so before serving anything.
+    Scheduler check(su.sched);
+    int64_t id = 0;
+    if (!trace.empty())
+      for (const auto& q : trace) check.add(id++, q.prompt.size(), q.output_len);
+    else
+      for (const auto& p : su.prompts) check.add(id++, p.size(), su.output_len);
+  }
+
+  // Profile the real step, fit the cost model.
+  const auto prof = profile(run, su, seed);
+  Calibration cal = calibrate(prof, at::get_num_threads());
+  m["serve_calibration_steps"] = static_cast<double>(cal.steps);
+  m["serve_calibration_outliers"] = static_cast<double>(cal.outliers);
+  m["serve_calibration_median_error"] = cal.median_abs_error;
+  {
+    std::vector<int64_t> tokens, parts, ns, predicted;
+    for (const auto& p : prof) {
+      tokens.push_back(p.shape.tokens());
+      parts.push_back(p.shape.parts.size());
+      ns.push_back(p.ns);
+      predicted.push_back(cal.cost.step_ns(p.shape));
+    }
+    Table t;
+    t.add("tokens", tokens);
+    t.add("parts", parts);
+    t.add("ns", ns);
+    t.add("predicted_ns", predicted);
+    r.tables["serve/profile"] = t;
+  }
+
+  const double cap = capacity(su, cal.cost, su.prompts, su.output_len, su.sched, s.requests, seed);
+  m["serve_capacity_rps"] = cap;
+  std::vector<double> loads, rates;
+  if (!trace.empty()) {
+    loads.push_back(NAN);
+    rates.push_back(NAN);
+  } else if (!s.rates.empty()) {
+    rates = number_list(s.rates);
+    for (double x : rates) loads.push_back(x / cap);
+  } else {
+    loads = number_list(s.loads);
+    for (double l : loads) rates.push_back(l * cap);
+  }
+
+  const Slo slo{s.slo_ttft_ms, s.slo_tpot_ms, s.slo_e2el_ms};
+  LoadRows rows;
+  std::vector<StepRecord> measured_steps;
+  std::vector<double> step_load;
+  for (size_t k = 0; k < rates.size(); ++k) {
+    ArrivalOptions a;
+    a.rate = rates[k];
+    a.burstiness = s.burstiness;
+    a.requests = s.requests;
+    a.seed = seed + 31 * k;
+    const auto requests = trace.empty() ? synthetic_workload(su.prompts, su.output_len, a) : trace;
+    if (s.measure) {
+      ServeResult real = serve_real(run, su, requests, su.sched, seed + 7 * k);
+      rows.add("measured", loads[k], rates[k], serving_metrics(real.requests, slo));
+      for (auto& st : real.steps) {
+        measured_steps.push_back(std::move(st));
+        step_load.push_back(loads[k]);
+      }
+    }
+    rows.add("simulated", loads[k], rates[k], serving_metrics(simulate(su, cal.cost, requests, su.sched, seed + 7 * k).requests, slo));
+  }
+  r.tables["serve/loads"] = rows.table();
+  if (s.measure) r.tables["serve/steps"] = steps_table(measured_steps, step_load);
+
+  if (slo.ttft_ms > 0 || slo.tpot_ms > 0 || slo.e2el_ms > 0) {
+    ArrivalOptions a;
+    a.burstiness = s.burstiness;
+    a.requests = s.requests;
+    a.seed = seed;
+    m["serve_max_rate_slo"] =
+        max_rate_meeting(su, cal.cost, su.prompts, su.output_len, su.sched, slo, s.slo_attainment, cap, a);
+  }
+  project(run, su.resample, su.kv_bytes_per_token, su.how.opt.eviction, r);
+}
+
+}  // namespace zl
