@@ -405,6 +405,10 @@ std::vector<KeySpec> build_registry() {
                       "accelerators to project to, comma list of ablations/hardware.ini sections (empty: none)"));
   k.push_back(str_key("serve.shapes", &R::serve, &ServeConfig::shapes, E,
                       "model shapes to project, comma list of ablations/hardware.ini sections"));
+  k.push_back(float_key("serve.projected_slo_ttft_ms", &R::serve, &ServeConfig::projected_slo_ttft_ms, E,
+                        "TTFT SLO of projected serving (0: none)", in_range(0, 1e9)));
+  k.push_back(float_key("serve.projected_slo_tpot_ms", &R::serve, &ServeConfig::projected_slo_tpot_ms, E,
+                        "TPOT SLO of projected serving (0: none)", in_range(0, 1e9)));
 
   k.push_back(str_key("output.dir", &R::output, &OutputConfig::dir, O, "where shards, checkpoints and results go",
                       [](const std::string& v) {

@@ -237,6 +237,8 @@ struct ServeConfig {
   double slo_attainment = 0.9;          // share of requests that must meet every SLO
   std::string hardware = "H100-SXM,H200-SXM,A100-80GB-SXM,L4";  // projected accelerators (ablations/hardware.ini; empty: none)
   std::string shapes = "llama2-7b,llama2-70b";                  // projected model shapes
+  double projected_slo_ttft_ms = 1000;  // the SLOs of projected serving (a named model's latencies, not this one's)
+  double projected_slo_tpot_ms = 100;
 };
 
 struct OutputConfig {

@@ -40,6 +40,9 @@ const char* kUsage =
     "commands:\n"
     "  train CONFIG      one run of CONFIG (its grid is not expanded); results under output.dir\n"
     "  ablate CONFIG     every run of CONFIG's grid; resumes, skipping complete runs\n"
+    "  serve-bench CONFIG  one run of CONFIG served by continuous batching at each --serve.loads (or\n"
+    "                    --serve.rates, --serve.trace): measured here and simulated, then projected\n"
+    "  simulate CONFIG   the same, the simulator alone (calibrated on the real step; no real serving)\n"
     "  submit CONFIG     run CONFIG's grid as a SLURM job array: --shards N slices, then a merge job\n"
     "  merge DIR         join DIR/runs/*.h5 into DIR/results.h5\n"
     "  claims RESULTS    the claims table: each claim of the seed articles, measured and judged\n"
@@ -80,7 +83,7 @@ po::variables_map parse(int argc, char** argv, const po::options_description& vi
 }
 
 int cmd_study(const std::string& cmd, int argc, char** argv, const std::string& command_line) {
-  po::options_description opts(cmd == "train" ? "zerolayer train CONFIG [options]" : "zerolayer ablate CONFIG [options]");
+  po::options_description opts("zerolayer " + cmd + " CONFIG [options]");
   opts.add_options()("help,h", "this help")("config", po::value<std::string>(), "study file (INI)");
   if (cmd == "ablate")
     opts.add_options()("shard", po::value<std::string>(), "i/n: run only slice i of n (then `zerolayer merge`)")(
@@ -94,10 +97,15 @@ int cmd_study(const std::string& cmd, int argc, char** argv, const std::string& 
     return 0;
   }
   if (!vm.count("config")) throw std::runtime_error(cmd + ": missing CONFIG (a study file such as ablations/quick.ini)");
-  Study study = load_study(vm["config"].as<std::string>(), overrides_from(vm));
+  Overrides overrides = overrides_from(vm);
+  // serve-bench and simulate are a run with serving on: measured and
+  // simulated, or simulated alone (which no option can undo).
+  if (cmd == "serve-bench" || cmd == "simulate") overrides.insert(overrides.begin(), {"serve.enabled", "true"});
+  if (cmd == "simulate") overrides.emplace_back("serve.measure", "false");
+  Study study = load_study(vm["config"].as<std::string>(), overrides);
   StudyOptions so;
   so.command_line = command_line;
-  if (cmd == "train") study.axes.clear();  // one run: the base config
+  if (cmd != "ablate") study.axes.clear();  // one run: the base config
   if (vm.count("dry-run")) so.dry_run = true;
   if (vm.count("shard")) {
     const std::string s = vm["shard"].as<std::string>();
@@ -385,7 +393,8 @@ int main(int argc, char** argv) {
   const std::string cmd = argv[1];
   const std::string command_line = join_args(argc, argv);
   try {
-    if (cmd == "train" || cmd == "ablate") return cmd_study(cmd, argc - 1, argv + 1, command_line);
+    if (cmd == "train" || cmd == "ablate" || cmd == "serve-bench" || cmd == "simulate")
+      return cmd_study(cmd, argc - 1, argv + 1, command_line);
     if (cmd == "submit") return cmd_submit(argc - 1, argv + 1);
     if (cmd == "merge") return cmd_merge(argc - 1, argv + 1, command_line);
     if (cmd == "generate") return cmd_generate(argc - 1, argv + 1);

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "sim/metrics.h"
+
 namespace zl {
 
 namespace {
@@ -31,19 +33,6 @@ bool Slo::met_by(const RequestRecord& r) const {
   if (tpot_ms > 0 && !(zl::tpot_ms(r) <= tpot_ms)) return false;
   if (e2el_ms > 0 && !(zl::e2el_ms(r) <= e2el_ms)) return false;
   return true;
-}
-
-double percentile(std::vector<double> values, double q) {
-  if (!(q >= 0 && q <= 100)) throw std::invalid_argument("percentile: q must be in [0, 100], got " + std::to_string(q));
-  if (values.empty()) return NAN;
-  std::sort(values.begin(), values.end());
-  // numpy's "linear" method: the rank q/100 · (n − 1), between its two neighbours.
-  const double rank = q / 100 * static_cast<double>(values.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(rank));
-  const size_t hi = std::min(lo + 1, values.size() - 1);
-  const double t = rank - static_cast<double>(lo), a = values[lo], b = values[hi];
-  // numpy interpolates from the nearer end, which keeps q = 100 exactly the maximum.
-  return t < 0.5 ? a + (b - a) * t : b - (b - a) * (1 - t);
 }
 
 Summary summarise(const std::vector<double>& values) {

@@ -5,7 +5,8 @@
 // last token; request and output-token throughput over the benchmark's
 // duration (from the first arrival, at 0, to the last token); goodput, the
 // requests meeting every SLO given per second (DistServe's definition).
-// Percentiles as numpy.percentile computes them (linear interpolation).
+// Percentiles as numpy.percentile computes them (linear interpolation,
+// sim/metrics.h).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -33,8 +34,6 @@ struct Summary {
   double mean = 0, median = 0, std = 0, p90 = 0, p99 = 0;  // NaN when there are no values
 };
 
-// numpy.percentile(values, q) with linear interpolation; NaN when empty.
-double percentile(std::vector<double> values, double q);
 Summary summarise(const std::vector<double>& values);
 
 struct ServingMetrics {

@@ -102,43 +102,6 @@ std::vector<ProfiledStep> profile(OpenRun& run, const Setup& su, uint64_t seed) 
   return out;
 }
 
-ServeResult simulate(const Setup& su, const StepCostModel& cost, const std::vector<ServeRequest>& requests,
-                     const SchedulerOptions& sched, uint64_t seed) {
-  SimulatedRunner runner(cost, su.resample, seed);
-  return serve(requests, sched, runner);
-}
-
-// Requests per second the server completes when every request is there at once.
-double capacity(const Setup& su, const StepCostModel& cost, const std::vector<std::vector<int32_t>>& prompts,
-                int64_t output_len, const SchedulerOptions& sched, int64_t requests, uint64_t seed) {
-  ArrivalOptions a;
-  a.rate = INFINITY;
-  a.requests = requests;
-  return serving_metrics(simulate(su, cost, synthetic_workload(prompts, output_len, a), sched, seed).requests, Slo{})
-      .request_throughput;
-}
-
-// The highest Poisson rate whose simulated SLO attainment reaches `target`
-// (bisection between 1% and 150% of the capacity); 0 when even the lowest misses.
-double max_rate_meeting(const Setup& su, const StepCostModel& cost, const std::vector<std::vector<int32_t>>& prompts,
-                        int64_t output_len, const SchedulerOptions& sched, const Slo& slo, double target, double cap,
-                        const ArrivalOptions& base) {
-  auto meets = [&](double rate) {
-    ArrivalOptions a = base;
-    a.rate = rate;
-    auto res = simulate(su, cost, synthetic_workload(prompts, output_len, a), sched, base.seed);
-    return serving_metrics(res.requests, slo).slo_attainment >= target;
-  };
-  double lo = 0.01 * cap, hi = 1.5 * cap;
-  if (!meets(lo)) return 0;
-  if (meets(hi)) return hi;
-  for (int i = 0; i < 30 && hi - lo > 1e-3 * cap; ++i) {
-    const double mid = 0.5 * (lo + hi);
-    (meets(mid) ? lo : hi) = mid;
-  }
-  return lo;
-}
-
 // Rows of serve/loads.
 struct LoadRows {
   std::vector<std::string> side;
@@ -159,6 +122,17 @@ struct LoadRows {
     return t;
   }
 };
+
+void print_loads(const std::string& variant, const LoadRows& rows) {
+  std::printf("serving %s: %-9s %6s %8s %8s %9s %9s %9s %9s %7s\n", variant.c_str(), "side", "load", "req/s", "tok/s",
+              "ttft p50", "ttft p90", "tpot p50", "e2el p99", "preempt");
+  auto at = [&](const char* name, size_t i) { return rows.figures.at(name)[i]; };
+  for (size_t i = 0; i < rows.side.size(); ++i)
+    std::printf("serving %s: %-9s %6.2f %8.2f %8.1f %9.2f %9.2f %9.3f %9.2f %7.0f\n", variant.c_str(), rows.side[i].c_str(),
+                rows.load[i], at("request_throughput", i), at("output_throughput", i), at("median_ttft_ms", i),
+                at("p90_ttft_ms", i), at("median_tpot_ms", i), at("p99_e2el_ms", i), at("preemptions", i));
+  std::fflush(stdout);
+}
 
 Table steps_table(const std::vector<StepRecord>& steps, const std::vector<double>& load_of_step) {
   std::vector<int64_t> start, end, parts, tokens, decodes, prefill, samples, dropped, running, waiting, preempted, blocks;
@@ -254,7 +228,15 @@ void serve_run(OpenRun& run, RunRecord& r) {
     r.tables["serve/profile"] = t;
   }
 
-  const double cap = capacity(su, cal.cost, su.prompts, su.output_len, su.sched, s.requests, seed);
+  auto workload = [&](double rate, uint64_t k) {
+    ArrivalOptions a;
+    a.rate = rate;
+    a.burstiness = s.burstiness;
+    a.requests = s.requests;
+    a.seed = seed + 31 * k;
+    return synthetic_workload(su.prompts, su.output_len, a);
+  };
+  const double cap = simulated_capacity(cal.cost, su.resample, workload(INFINITY, 0), su.sched, seed);
   m["serve_capacity_rps"] = cap;
   std::vector<double> loads, rates;
   if (!trace.empty()) {
@@ -273,12 +255,7 @@ void serve_run(OpenRun& run, RunRecord& r) {
   std::vector<StepRecord> measured_steps;
   std::vector<double> step_load;
   for (size_t k = 0; k < rates.size(); ++k) {
-    ArrivalOptions a;
-    a.rate = rates[k];
-    a.burstiness = s.burstiness;
-    a.requests = s.requests;
-    a.seed = seed + 31 * k;
-    const auto requests = trace.empty() ? synthetic_workload(su.prompts, su.output_len, a) : trace;
+    const auto requests = trace.empty() ? workload(rates[k], k) : trace;
     if (s.measure) {
       ServeResult real = serve_real(run, su, requests, su.sched, seed + 7 * k);
       rows.add("measured", loads[k], rates[k], serving_metrics(real.requests, slo));
@@ -287,18 +264,15 @@ void serve_run(OpenRun& run, RunRecord& r) {
         step_load.push_back(loads[k]);
       }
     }
-    rows.add("simulated", loads[k], rates[k], serving_metrics(simulate(su, cal.cost, requests, su.sched, seed + 7 * k).requests, slo));
+    rows.add("simulated", loads[k], rates[k], serving_metrics(simulate(cal.cost, su.resample, requests, su.sched, seed + 7 * k).requests, slo));
   }
   r.tables["serve/loads"] = rows.table();
+  if (cfg.output.verbosity > 0) print_loads(cfg.variant, rows);
   if (s.measure) r.tables["serve/steps"] = steps_table(measured_steps, step_load);
 
   if (slo.ttft_ms > 0 || slo.tpot_ms > 0 || slo.e2el_ms > 0) {
-    ArrivalOptions a;
-    a.burstiness = s.burstiness;
-    a.requests = s.requests;
-    a.seed = seed;
-    m["serve_max_rate_slo"] =
-        max_rate_meeting(su, cal.cost, su.prompts, su.output_len, su.sched, slo, s.slo_attainment, cap, a);
+    m["serve_max_rate_slo"] = max_rate_meeting(
+        cal.cost, su.resample, [&](double rate) { return workload(rate, 0); }, su.sched, slo, s.slo_attainment, cap, seed);
   }
   project(run, su.resample, su.kv_bytes_per_token, su.how.opt.eviction, r);
 }

@@ -38,4 +38,32 @@ int64_t ReplayRunner::run(const StepPlan& plan, int64_t start_ns, std::vector<in
   return start_ns + (r.end_ns - r.start_ns);
 }
 
+ServeResult simulate(const StepCostModel& cost, const ResampleModel& resample, const std::vector<ServeRequest>& requests,
+                     const SchedulerOptions& sched, uint64_t seed) {
+  SimulatedRunner runner(cost, resample, seed);
+  return serve(requests, sched, runner);
+}
+
+double simulated_capacity(const StepCostModel& cost, const ResampleModel& resample, std::vector<ServeRequest> requests,
+                          const SchedulerOptions& sched, uint64_t seed) {
+  for (auto& q : requests) q.arrival_ns = 0;
+  return serving_metrics(simulate(cost, resample, requests, sched, seed).requests, Slo{}).request_throughput;
+}
+
+double max_rate_meeting(const StepCostModel& cost, const ResampleModel& resample,
+                        const std::function<std::vector<ServeRequest>(double rate)>& workload,
+                        const SchedulerOptions& sched, const Slo& slo, double target, double capacity, uint64_t seed) {
+  auto meets = [&](double rate) {
+    return serving_metrics(simulate(cost, resample, workload(rate), sched, seed).requests, slo).slo_attainment >= target;
+  };
+  double lo = 0.01 * capacity, hi = 1.5 * capacity;
+  if (!meets(lo)) return 0;
+  if (meets(hi)) return hi;
+  while (hi - lo > 1e-3 * capacity) {
+    const double mid = 0.5 * (lo + hi);
+    (meets(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
 }  // namespace zl

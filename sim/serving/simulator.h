@@ -6,12 +6,14 @@
 // that the simulator's bookkeeping is the real server's.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "sim/serving/cost_model.h"
 #include "sim/serving/serve_loop.h"
+#include "sim/serving/serving_metrics.h"
 
 namespace zl {
 
@@ -52,5 +54,21 @@ class ReplayRunner : public StepRunner {
   std::vector<StepRecord> steps_;
   size_t next_ = 0;
 };
+
+// Serves `requests` on the simulator.
+ServeResult simulate(const StepCostModel& cost, const ResampleModel& resample, const std::vector<ServeRequest>& requests,
+                     const SchedulerOptions& sched, uint64_t seed);
+
+// Requests per second served when `requests` all arrive at once (their
+// arrival times are ignored): the capacity that loads are shares of.
+double simulated_capacity(const StepCostModel& cost, const ResampleModel& resample, std::vector<ServeRequest> requests,
+                          const SchedulerOptions& sched, uint64_t seed);
+
+// The highest rate at which the share of requests meeting `slo` reaches
+// `target`, by bisection between 1% and 150% of `capacity`, each rate
+// served on `workload(rate)`; 0 when even the lowest misses.
+double max_rate_meeting(const StepCostModel& cost, const ResampleModel& resample,
+                        const std::function<std::vector<ServeRequest>(double rate)>& workload,
+                        const SchedulerOptions& sched, const Slo& slo, double target, double capacity, uint64_t seed);
 
 }  // namespace zl

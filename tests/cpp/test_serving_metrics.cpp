@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/metrics.h"
 #include "sim/serving/serving_metrics.h"
 
 namespace {
