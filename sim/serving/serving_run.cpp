@@ -29,8 +29,6 @@ Setup setup(OpenRun& run, RunRecord& r) {
   const ServeConfig& s = cfg.serve;
   Setup out;
   out.how = run.stage->serving(*run.ctx, run.opt, sampling_seed(cfg, 4093));
-  if (!out.how.unsupported.empty())
-    throw std::runtime_error("serve: variant " + cfg.variant + " cannot be served: " + out.how.unsupported);
   out.output_len = s.output_len > 0 ? s.output_len : cfg.decode.max_new_tokens;
   if (out.output_len >= cfg.model.context)
     throw std::runtime_error("serve.output_len " + std::to_string(out.output_len) + " leaves no room for a prompt in model.context " +
@@ -75,30 +73,41 @@ ServeResult serve_real(OpenRun& run, const Setup& su, const std::vector<ServeReq
   return serve(requests, sched, engine);
 }
 
-// The calibration profile: the real server, closed loop (every request at
-// 0), at growing numbers of running requests, and once with a small token
-// budget so that chunked prefills share steps with decodes.
+// The calibration profile: the real server's steps (shape, duration) on
+// workloads of its own seeds, never the ones it is validated on. Closed
+// loop first (every request at 0) at growing numbers of running requests,
+// and once with a small token budget so that chunked prefills share steps
+// with decodes; then open loop, Poisson arrivals at three shares of the
+// closed loop's throughput, where single prompts join running batches.
 std::vector<ProfiledStep> profile(OpenRun& run, const Setup& su, uint64_t seed) {
   std::vector<ProfiledStep> out;
-  std::vector<int64_t> widths;
-  for (int64_t b = 1; b <= su.sched.max_num_seqs; b = b < 4 ? b + 1 : b * 3 / 2) widths.push_back(b);
-  if (widths.back() != su.sched.max_num_seqs) widths.push_back(su.sched.max_num_seqs);
-  auto pass = [&](int64_t width, int64_t budget, bool keep) {
+  auto keep = [&](const ServeResult& res) {
+    for (size_t i = 1; i < res.steps.size(); ++i)  // the first step pays for packing the weights
+      out.push_back({res.steps[i].shape, res.steps[i].end_ns - res.steps[i].start_ns});
+  };
+  auto pass = [&](int64_t width, int64_t budget, double rate, int64_t requests, uint64_t k) {
     SchedulerOptions sched = su.sched;
     sched.max_num_seqs = width;
     sched.max_num_batched_tokens = budget;
     ArrivalOptions a;
-    a.rate = INFINITY;
-    a.requests = std::max<int64_t>(3 * width, 6);
-    auto requests = synthetic_workload(su.prompts, su.output_len, a);
-    ServeResult res = serve_real(run, su, requests, sched, seed + width);
-    if (!keep) return;
-    for (size_t i = 1; i < res.steps.size(); ++i)  // the first step pays for packing the weights
-      out.push_back({res.steps[i].shape, res.steps[i].end_ns - res.steps[i].start_ns});
+    a.rate = rate;
+    a.requests = requests;
+    a.seed = seed ^ (0x5DEECE66Dull * (k + 1));
+    return serve_real(run, su, synthetic_workload(su.prompts, su.output_len, a), sched, seed + k);
   };
-  pass(2, su.sched.max_num_batched_tokens, false);  // warm-up
-  for (int64_t w : widths) pass(w, su.sched.max_num_batched_tokens, true);
-  pass(std::min<int64_t>(4, su.sched.max_num_seqs), std::max<int64_t>(8, su.sched.max_num_batched_tokens / 8), true);
+  const int64_t widest = su.sched.max_num_seqs, budget = su.sched.max_num_batched_tokens;
+  pass(2, budget, INFINITY, 6, 0);  // warm-up
+  std::vector<int64_t> widths;
+  for (int64_t b = 1; b < widest; b = b < 4 ? b + 1 : b * 3 / 2) widths.push_back(b);
+  widths.push_back(widest);
+  double closed = 0;  // requests/s at the widest
+  for (int64_t w : widths) {
+    ServeResult res = pass(w, budget, INFINITY, std::max<int64_t>(3 * w, 6), w);
+    keep(res);
+    if (w == widest) closed = serving_metrics(res.requests, Slo{}).request_throughput;
+  }
+  keep(pass(std::min<int64_t>(4, widest), std::max<int64_t>(8, budget / 8), INFINITY, 12, 101));
+  for (double share : {0.25, 0.6, 1.0}) keep(pass(widest, budget, share * closed, 60, 200 + share * 100));
   return out;
 }
 
@@ -134,13 +143,14 @@ void print_loads(const std::string& variant, const LoadRows& rows) {
   std::fflush(stdout);
 }
 
-Table steps_table(const std::vector<StepRecord>& steps, const std::vector<double>& load_of_step) {
-  std::vector<int64_t> start, end, parts, tokens, decodes, prefill, samples, dropped, running, waiting, preempted, blocks;
+Table steps_table(const std::vector<StepRecord>& steps, const std::vector<double>& load_of_step, const StepCostModel& cost) {
+  std::vector<int64_t> start, end, predicted, parts, tokens, decodes, prefill, samples, dropped, running, waiting, preempted, blocks;
   std::vector<double> load;
   for (size_t i = 0; i < steps.size(); ++i) {
     const auto& s = steps[i];
     start.push_back(s.start_ns);
     end.push_back(s.end_ns);
+    predicted.push_back(cost.step_ns(s.shape));
     parts.push_back(s.shape.parts.size());
     tokens.push_back(s.shape.tokens());
     decodes.push_back(s.shape.decodes());
@@ -160,6 +170,7 @@ Table steps_table(const std::vector<StepRecord>& steps, const std::vector<double
   t.add("load", load);
   t.add("start_ns", start);
   t.add("end_ns", end);
+  t.add("predicted_ns", predicted);  // the calibrated cost model's figure for the step
   t.add("parts", parts);
   t.add("tokens", tokens);
   t.add("decodes", decodes);
@@ -181,6 +192,16 @@ void serve_run(OpenRun& run, RunRecord& r) {
   auto& m = r.metrics;
   Setup su = setup(run, r);
   const uint64_t seed = sampling_seed(cfg, 4049);
+  // A variant that cannot be served here (a decode loop of its own) is still
+  // projected: the roofline needs only its costs, not its steps.
+  m["serve_served"] = su.how.unsupported.empty() ? 1 : 0;
+  if (!su.how.unsupported.empty()) {
+    if (cfg.output.verbosity > 0)
+      std::fprintf(stderr, "note: variant %s is not served here (%s); projected only\n", cfg.variant.c_str(),
+                   su.how.unsupported.c_str());
+    project(run, su.resample, su.kv_bytes_per_token, su.how.opt.eviction, r);
+    return;
+  }
 
   // The workloads: a trace, or synthetic arrivals at each rate.
   std::vector<ServeRequest> trace;
@@ -268,7 +289,7 @@ void serve_run(OpenRun& run, RunRecord& r) {
   }
   r.tables["serve/loads"] = rows.table();
   if (cfg.output.verbosity > 0) print_loads(cfg.variant, rows);
-  if (s.measure) r.tables["serve/steps"] = steps_table(measured_steps, step_load);
+  if (s.measure) r.tables["serve/steps"] = steps_table(measured_steps, step_load, cal.cost);
 
   if (slo.ttft_ms > 0 || slo.tpot_ms > 0 || slo.e2el_ms > 0) {
     m["serve_max_rate_slo"] = max_rate_meeting(
