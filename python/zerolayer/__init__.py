@@ -26,6 +26,7 @@ from .results import (  # noqa: E402
     load_curve,
     load_events,
     load_index,
+    load_serving,
     load_table,
     pareto_front,
     settings,
@@ -47,5 +48,5 @@ def __getattr__(name):
 
 __all__ = list(_NATIVE) + [
     "bootstrap_ci", "check_results_file", "checkpoint_dir", "load_claim_seeds", "load_claims", "load_configs",
-    "load_curve", "load_events", "load_index", "load_table", "pareto_front", "settings", "summarize",
+    "load_curve", "load_events", "load_index", "load_serving", "load_table", "pareto_front", "settings", "summarize",
 ]

@@ -101,6 +101,39 @@ def load_events(path, run_ids=None):
     return pd.concat(frames, ignore_index=True)
 
 
+SERVING_TABLES = ("loads", "steps", "profile", "projected")
+
+
+def load_serving(path, table="loads"):
+    """Every served run's serve/<table>, concatenated with run_id, variant and
+    seed columns (runs with serve.enabled; sim/serving/serving_run.h):
+
+    - "loads": one row per load and side ("measured" on the real server,
+      "simulated" on the cost model calibrated on it), every figure under
+      vLLM benchmark_serving's names (median_ttft_ms, p90_tpot_ms, ...);
+    - "steps": every measured step (start_ns, end_ns, predicted_ns, shape);
+    - "profile": the calibration profile and the fitted model's figures;
+    - "projected": named accelerators and model shapes by roofline, every
+      row labelled "projected".
+    Empty when no run was served."""
+    if table not in SERVING_TABLES:
+        raise ValueError(f"table must be one of {SERVING_TABLES}, got {table!r}")
+    index = load_index(path).set_index("run_id")
+    frames = []
+    with h5py.File(path, "r") as f:
+        for rid in index.index:
+            node = f.get(f"runs/{rid}/serve/{table}")
+            if isinstance(node, h5py.Dataset) and node.dtype.names:
+                df = _decode_frame(pd.DataFrame(node[:]))
+                df.insert(0, "run_id", rid)
+                df.insert(1, "variant", index.at[rid, "variant"])
+                df.insert(2, "seed", index.at[rid, "seed"])
+                frames.append(df)
+    if not frames:
+        return pd.DataFrame(columns=["run_id", "variant", "seed"])
+    return pd.concat(frames, ignore_index=True)
+
+
 def load_claims(path, known_methods=False):
     """The /claims table written by `zerolayer claims`: the articles' claims, or with
     known_methods=True the rows of the known methods beside them instead (id CLAIM@NAME,

@@ -466,9 +466,9 @@ void finish_spec(ClaimSpec& s, const std::map<std::string, std::string>& kv, con
   }
 }
 
-// "known.h2o" and "known_metric.h2o" -> "h2o"; "" for any other key.
+// "known.h2o", "known_metric.h2o" and "projected.h2o" -> "h2o"; "" for any other key.
 std::string known_key_name(const std::string& key) {
-  for (const char* prefix : {"known.", "known_metric."}) {
+  for (const char* prefix : {"known.", "known_metric.", "projected."}) {
     const std::string p = prefix;
     if (key.rfind(p, 0) != 0) continue;
     const std::string name = key.substr(p.size());
@@ -480,6 +480,27 @@ std::string known_key_name(const std::string& key) {
   return "";
 }
 
+// A claim's projected row: its runs and comparison on a projected metric.
+ClaimSpec projected_spec(const ClaimSpec& claim, const std::string& key, const std::string& metric,
+                         const std::string& where) {
+  if (claim.comparison == "trend" || claim.comparison == "argmin")
+    throw std::runtime_error(where + ": claim " + claim.id + ": " + key + " on a " + claim.comparison +
+                             " claim (a projected row reads one metric per run)");
+  ClaimSpec k = claim;
+  k.known_method = known_key_name(key);
+  k.of_claim = claim.id;
+  k.id = claim.id + "@" + k.known_method;
+  k.projected = true;
+  k.metric = metric;
+  k.untestable.clear();  // what cannot be measured here may still be projected
+  try {
+    ExprParser(k.metric).parse();
+  } catch (const std::exception& e) {
+    throw std::runtime_error(where + ": claim " + claim.id + ": " + key + " '" + metric + "': " + e.what());
+  }
+  return k;
+}
+
 // The rows of a claim's known methods: the claim with the method's runs as
 // the treatment (and its own metric where the method names the same
 // quantity differently), in the order of their names.
@@ -489,6 +510,10 @@ std::vector<ClaimSpec> known_specs(const ClaimSpec& claim, const std::map<std::s
   for (const auto& [key, value] : kv) {
     if (key.rfind("known_metric.", 0) == 0 && !kv.count("known." + known_key_name(key)))
       throw std::runtime_error(where + ": claim " + claim.id + ": " + key + " without known." + known_key_name(key));
+    if (key.rfind("projected.", 0) == 0) {
+      out.push_back(projected_spec(claim, key, value, where));
+      continue;
+    }
     if (key.rfind("known.", 0) != 0) continue;
     ClaimSpec k = claim;
     k.known_method = known_key_name(key);
@@ -891,7 +916,7 @@ std::string format_plan(const std::vector<ClaimResult>& results, const std::stri
 
 Table claims_table(const std::vector<ClaimResult>& results) {
   std::vector<std::string> id, source, claim, metric, comparison, treatment, control, claimed, verdict, note, method,
-      verdict_holm, known_method, of_claim;
+      verdict_holm, known_method, projection, of_claim;
   std::vector<double> lo_r, hi_r, value, lo, hi, t_lo, t_hi, boot_lo, boot_hi, bca_lo, bca_hi, p_support, p_refute;
   std::vector<int64_t> seeds, needed;
   for (const auto& r : results) {
@@ -923,7 +948,8 @@ Table claims_table(const std::vector<ClaimResult>& results) {
     p_refute.push_back(r.p_refute);
     verdict_holm.push_back(r.verdict_holm);
     needed.push_back(r.seeds_needed);
-    known_method.push_back(s.known_method);
+    known_method.push_back(s.projected ? "" : s.known_method);
+    projection.push_back(s.projected ? s.known_method : "");
     of_claim.push_back(s.of_claim);
   }
   Table t;
@@ -955,6 +981,7 @@ Table claims_table(const std::vector<ClaimResult>& results) {
   t.add("verdict_holm", verdict_holm);
   t.add("seeds_needed", needed);
   t.add("known_method", known_method);
+  t.add("projection", projection);  // a projected row's name ("" for measured rows)
   t.add("of_claim", of_claim);
   return t;
 }
@@ -975,7 +1002,7 @@ std::string format_known(const ClaimResult& r) {
                                                           : r.verdict;
   char line[512];
   std::snprintf(line, sizeof line, "  %-26s %-30s %-22s %-12s %s\n", ("@" + s.known_method).c_str(), m.c_str(),
-                "(known method)", n.c_str(), where.c_str());
+                s.projected ? "(projected)" : "(known method)", n.c_str(), where.c_str());
   std::string out = line;
   const std::string how = s.comparison == "trend" ? s.y + " ~ " + s.x + " (" + s.table + ")" : s.metric;
   out += "    " + how + ", " + s.comparison + ": " + s.treatment + (s.control.empty() ? "" : " vs " + s.control) + "\n";

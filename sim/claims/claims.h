@@ -37,6 +37,11 @@ struct ClaimSpec {
   // Holm family or the seeds plan: it is a reference, not a claim.
   std::string known_method;  // NAME; empty for the article's own claims
   std::string of_claim;      // the claim it stands beside
+  // A projected row (registry key `projected.NAME = METRIC`): the claim's own
+  // runs and comparison on a projected metric (the serving simulator on named
+  // hardware, sim/serving/projection.h), id "CLAIM@NAME". A reference beside
+  // the claim like a known method's row, and labelled "projected".
+  bool projected = false;
 };
 
 // Parses a registry; each claim's `known.NAME` rows follow it in the list.

@@ -3,6 +3,7 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <stdexcept>
 
 namespace zl {
@@ -110,6 +111,48 @@ Fit fit(const std::vector<const ProfiledStep*>& steps, int team, bool grouped) {
   return out;
 }
 
+bool decode_only(const StepShape& s) {
+  for (const auto& p : s.parts)
+    if (p.tokens != 1) return false;
+  return !s.parts.empty();
+}
+
+// The keys the most loaded group of a decode-only step attends over.
+double group_keys(const StepShape& s, int team) {
+  double most = 0;
+  for (auto [b, e] : team_groups(s, team)) most = std::max(most, work(s, b, e)[1]);
+  return most;
+}
+
+// Decode-only steps of one batch size needed for a line of their own.
+constexpr size_t kMinPerSize = 12;
+
+// Least squares ns ≈ a + b·keys, then again without the points past 4 robust
+// deviations. A size profiled at a single context gets a flat line.
+DecodeLine robust_line(const std::vector<std::pair<double, double>>& points, int64_t& dropped) {
+  auto solve = [](const std::vector<std::pair<double, double>>& pts) {
+    double mx = 0, my = 0;
+    for (auto [x, y] : pts) mx += x, my += y;
+    mx /= pts.size();
+    my /= pts.size();
+    double sxx = 0, sxy = 0;
+    for (auto [x, y] : pts) sxx += (x - mx) * (x - mx), sxy += (x - mx) * (y - my);
+    const double b = sxx > 1e-9 * (1 + mx * mx) * pts.size() ? sxy / sxx : 0;
+    return DecodeLine{my - b * mx, b};
+  };
+  DecodeLine l = solve(points);
+  std::vector<double> res, dev;
+  for (auto [x, y] : points) res.push_back(y - l.intercept - l.slope * x);
+  const double mid = median(res);
+  for (double r : res) dev.push_back(std::abs(r - mid));
+  const double mad = 1.4826 * median(dev);
+  std::vector<std::pair<double, double>> kept;
+  for (size_t i = 0; i < points.size(); ++i)
+    if (std::abs(res[i] - mid) <= 4 * mad) kept.push_back(points[i]);
+  dropped += points.size() - kept.size();
+  return kept.size() >= 2 ? solve(kept) : l;
+}
+
 }  // namespace
 
 std::vector<std::pair<size_t, size_t>> team_groups(const StepShape& shape, int team) {
@@ -134,14 +177,33 @@ std::vector<std::pair<size_t, size_t>> team_groups(const StepShape& shape, int t
   return out;
 }
 
+double CalibratedCost::structural_ns(const StepShape& step) const {
+  if (team_groups(step, team_).size() == 1) return predict(alone_, step_features(work(step, 0, step.parts.size()), step));
+  return predict(grouped_, slowest_group(step, team_, grouped_));
+}
+
+double CalibratedCost::decode_ns(const StepShape& step) const {
+  if (!decode_only(step)) return NAN;
+  const int64_t n = step.parts.size();
+  const double keys = group_keys(step, team_);
+  auto line = [&](int64_t i) {
+    const DecodeLine& l = decode_[i];
+    return std::isfinite(l.intercept) ? l.intercept + l.slope * keys : NAN;
+  };
+  if (n < static_cast<int64_t>(decode_.size()) && std::isfinite(line(n))) return line(n);
+  // The nearest profiled sizes on either side, interpolated in n.
+  int64_t lo = std::min<int64_t>(n, decode_.size()) - 1, hi = n + 1;
+  while (lo > 0 && !std::isfinite(line(lo))) --lo;
+  while (hi < static_cast<int64_t>(decode_.size()) && !std::isfinite(line(hi))) ++hi;
+  if (lo < 1 || hi >= static_cast<int64_t>(decode_.size())) return NAN;
+  const double w = static_cast<double>(n - lo) / (hi - lo);
+  return (1 - w) * line(lo) + w * line(hi);
+}
+
 int64_t CalibratedCost::step_ns(const StepShape& step) const {
   if (step.parts.empty()) return 1;
-  double t;
-  if (team_groups(step, team_).size() == 1) {
-    t = predict(alone_, step_features(work(step, 0, step.parts.size()), step));
-  } else {
-    t = predict(grouped_, slowest_group(step, team_, grouped_));
-  }
+  double t = decode_ns(step);
+  if (!std::isfinite(t)) t = structural_ns(step);
   return std::max<int64_t>(1, std::llround(t));
 }
 
@@ -152,9 +214,23 @@ Calibration calibrate(const std::vector<ProfiledStep>& profile, int team) {
     throw std::invalid_argument("calibration: the profile has " + std::to_string(one.size()) + " steps on one team group and " +
                                 std::to_string(many.size()) + " of several; at least 8 of each are needed");
   Fit a = fit(one, team, false), g = fit(many, team, true);
-  Calibration out{CalibratedCost(team, a.c, g.c)};
+  // The decode table: per batch size, a robust line in the slowest group's keys.
+  std::map<int64_t, std::vector<std::pair<double, double>>> by_size;  // n -> (keys, ns)
+  int64_t widest = 0;
+  for (const auto& p : profile)
+    if (decode_only(p.shape)) {
+      const int64_t n = p.shape.parts.size();
+      by_size[n].emplace_back(group_keys(p.shape, team), static_cast<double>(p.ns));
+      widest = std::max(widest, n);
+    }
+  std::vector<DecodeLine> lines(widest + 1, DecodeLine{NAN, NAN});
+  int64_t dropped = 0;
+  for (const auto& [n, points] : by_size)
+    if (points.size() >= kMinPerSize) lines[n] = robust_line(points, dropped);
+  Calibration out{CalibratedCost(team, a.c, g.c, lines)};
+  out.outliers += dropped;
   out.steps = profile.size();
-  out.outliers = a.outliers + g.outliers;
+  out.outliers += a.outliers + g.outliers;
   std::vector<double> err;
   for (const auto& p : profile)
     err.push_back(std::abs(out.cost.step_ns(p.shape) - static_cast<double>(p.ns)) / std::max<int64_t>(p.ns, 1));

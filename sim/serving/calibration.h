@@ -15,6 +15,14 @@
 // coefficients are fitted: one for steps of one group (team mode) and
 // one for steps of several (the slowest group's), each by least squares,
 // with outliers past 4 robust deviations left out (this machine is shared).
+//
+// Decode-only steps, most of a served run, are not linear in their batch
+// here (two threads share one memory bus and caches: measured per-batch
+// medians bend by 10-15% off any line). For them the profile is also kept
+// as a table, as Vidur keeps decode attention's (keyed on batch size and KV
+// length): for each batch size n profiled often enough, a line in the keys
+// the slowest group attends over; between profiled sizes the two nearest
+// lines are interpolated; past them, the structural model answers.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -33,19 +41,34 @@ std::vector<std::pair<size_t, size_t>> team_groups(const StepShape& shape, int t
 // Coefficients, ns per unit: {overhead, per sample, per row, per key, per sequence, per logits row}.
 using StepCoefficients = std::array<double, 6>;
 
+// A decode-only step of n sequences: intercept + slope · the slowest group's keys.
+struct DecodeLine {
+  double intercept = 0, slope = 0;
+};
+
 class CalibratedCost : public StepCostModel {
  public:
-  CalibratedCost(int team, StepCoefficients alone, StepCoefficients grouped)
-      : team_(team), alone_(alone), grouped_(grouped) {}
+  // `decode_lines`: index n, a line for decode-only steps of n sequences, or
+  // none (intercept and slope NaN) where the profile had too few; empty: the
+  // structural model alone.
+  CalibratedCost(int team, StepCoefficients alone, StepCoefficients grouped, std::vector<DecodeLine> decode_lines = {})
+      : team_(team), alone_(alone), grouped_(grouped), decode_(std::move(decode_lines)) {}
   int64_t step_ns(const StepShape& step) const override;
   std::string kind() const override { return "calibrated"; }
   int team() const { return team_; }
   const StepCoefficients& alone() const { return alone_; }      // steps of one group
   const StepCoefficients& grouped() const { return grouped_; }  // steps of several
+  const std::vector<DecodeLine>& decode_lines() const { return decode_; }
 
  private:
+  // The structural model's figure.
+  double structural_ns(const StepShape& step) const;
+  // The decode table's figure for a decode-only step; NaN where it has none.
+  double decode_ns(const StepShape& step) const;
+
   int team_;
   StepCoefficients alone_, grouped_;
+  std::vector<DecodeLine> decode_;
 };
 
 struct ProfiledStep {

@@ -37,7 +37,14 @@ VariantScaling scaling_of(OpenRun& run, double kv_bytes_per_token, const Evictio
   // An evicting cache's attention is capped by its budget below, not here.
   s.flops_ratio = eviction.on() ? 1.0 : total_flops(flops) / base;
   s.kv_bytes_ratio = kv_bytes_per_token / (2.0 * mc.layers * mc.dim * sizeof(float));
-  const double baseline_params = make_model("baseline", mc)->parameter_count();
+  ModelConfig plain;  // the same shape with none of the variants' parts
+  plain.vocab = mc.vocab;
+  plain.layers = mc.layers;
+  plain.heads = mc.heads;
+  plain.dim = mc.dim;
+  plain.context = mc.context;
+  plain.mlp_ratio = mc.mlp_ratio;
+  const double baseline_params = make_model("baseline", plain)->parameter_count();
   double extra = run.model->parameter_count() - baseline_params;
   auto side = r.metrics.find("verifier_params");
   if (side != r.metrics.end() && std::isfinite(side->second)) extra += side->second;

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""The serving simulator against real serving (issue 14): for each variant
+and load of a served study, the simulator's prediction (on the cost model
+calibrated on the real step, sim/serving/calibration.h) beside what the real
+server measured on the same requests, and the error in %. The figures are
+those the validation asks for: TTFT p50 and p90, TPOT p50 and request
+throughput; each is the mean over the study's seeds of the per-seed figure,
+and the error is (predicted - measured) / measured.
+
+    /usr/bin/python3 python/bench_serving.py results/serving/results.h5
+    /usr/bin/python3 python/bench_serving.py --run ablations/serving.ini   # runs the study first
+
+Exits 1 when a cell is off by more than --tolerance (10% by default), so
+that a script can gate on it; the table is printed either way.
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+from zerolayer import load_serving  # noqa: E402
+
+FIGURES = [("median_ttft_ms", "TTFT p50 ms"), ("p90_ttft_ms", "TTFT p90 ms"), ("median_tpot_ms", "TPOT p50 ms"),
+           ("request_throughput", "req/s")]
+
+
+def validation_table(path):
+    """One row per variant, load and figure: predicted, measured, error (%)."""
+    loads = load_serving(path, "loads")
+    if loads.empty:
+        raise SystemExit(f"{path}: no served runs (serve.enabled) in this file")
+    rows = []
+    for (variant, load), group in loads.groupby(["variant", "load"], sort=True):
+        sides = {side: g for side, g in group.groupby("side")}
+        if "measured" not in sides or "simulated" not in sides:
+            continue
+        for column, name in FIGURES:
+            measured = sides["measured"][column].mean()
+            predicted = sides["simulated"][column].mean()
+            rows.append(dict(variant=variant, load=load, figure=name, predicted=predicted, measured=measured,
+                             error_pct=100.0 * (predicted - measured) / measured, seeds=len(sides["measured"])))
+    return rows
+
+
+def markdown(rows):
+    out = ["| variant | load | figure | predicted | measured | error |", "| --- | ---: | --- | ---: | ---: | ---: |"]
+    for r in rows:
+        out.append(f"| {r['variant']} | {r['load']:.2f} | {r['figure']} | {r['predicted']:.3f} | {r['measured']:.3f} | "
+                   f"{r['error_pct']:+.1f}% |")
+    return "\n".join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("results", nargs="?", help="a served study's results.h5")
+    ap.add_argument("--run", help="run this study file first (zerolayer ablate), then read its results")
+    ap.add_argument("--zerolayer", default=os.path.join(ROOT, "build", "zerolayer"))
+    ap.add_argument("--tolerance", type=float, default=10.0, help="largest |error| in %% that passes")
+    args = ap.parse_args()
+    path = args.results
+    if args.run:
+        subprocess.run([args.zerolayer, "ablate", args.run], check=True)
+        out = subprocess.run([args.zerolayer, "ablate", args.run, "--dry-run"], check=True, capture_output=True,
+                             text=True).stdout
+        path = path or next(line.split()[-1] for line in out.splitlines() if line.startswith("results"))
+    if not path:
+        ap.error("give a results file or --run STUDY")
+    rows = validation_table(path)
+    print(markdown(rows))
+    worst = max(rows, key=lambda r: abs(r["error_pct"]))
+    within = sum(abs(r["error_pct"]) <= args.tolerance for r in rows)
+    print(f"\n{within}/{len(rows)} cells within ±{args.tolerance:g}%; worst {worst['error_pct']:+.1f}% "
+          f"({worst['variant']}, load {worst['load']:.2f}, {worst['figure']})")
+    return 0 if within == len(rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
