@@ -46,7 +46,22 @@ def __getattr__(name):
     raise AttributeError(f"module 'zerolayer' has no attribute {name!r}")
 
 
-__all__ = list(_NATIVE) + [
+def serve_bench(config, overrides=None):
+    """One run of a study file served by continuous batching, as `zerolayer
+    serve-bench CONFIG`: at each serve.loads (or serve.rates, serve.trace) the
+    real server and the simulator serve the same requests, then the run is
+    projected to serve.hardware. Same overrides and return value as run();
+    the tables load with load_serving(result["results"], "loads")."""
+    return __getattr__("run")(config, {"serve.enabled": True, **(overrides or {})})
+
+
+def simulate(config, overrides=None):
+    """As serve_bench, the simulator alone (calibrated on the real step), as
+    `zerolayer simulate CONFIG`."""
+    return __getattr__("run")(config, {"serve.enabled": True, **(overrides or {}), "serve.measure": False})
+
+
+__all__ = list(_NATIVE) + ["serve_bench", "simulate"] + [
     "bootstrap_ci", "check_results_file", "checkpoint_dir", "load_claim_seeds", "load_claims", "load_configs",
     "load_curve", "load_events", "load_index", "load_serving", "load_table", "pareto_front", "settings", "summarize",
 ]

@@ -1,0 +1,131 @@
+"""Serving (issue 14) end to end on the smoke study's model: serve-bench
+measures and simulates every load and projects the run; simulate serves
+nothing for real; the projected claim rows appear; bad arguments get errors
+that name them. Speed-free: figures are checked for consistency, never
+against this machine's speed."""
+import math
+import os
+
+import h5py
+import pytest
+
+from conftest import ROOT
+from zerolayer import load_index, load_serving
+
+SMALL = ["--serve.requests", "24", "--serve.hardware", "H100-SXM", "--serve.shapes", "llama2-7b",
+         "--serve.slo_ttft_ms", "50", "--serve.slo_tpot_ms", "5", "--seed", "1"]
+
+
+def test_serve_bench_measures_and_simulates_each_load(served_results):
+    loads = load_serving(served_results, "loads")
+    base = loads[loads.variant == "baseline"]
+    assert sorted(base.side.unique()) == ["measured", "simulated"]
+    assert sorted(base.load.unique()) == pytest.approx([0.3, 0.8, 1.5])
+    for name in ["request_throughput", "output_throughput", "mean_ttft_ms", "median_ttft_ms", "p90_ttft_ms",
+                 "p99_ttft_ms", "median_tpot_ms", "p90_itl_ms", "p99_e2el_ms", "goodput", "slo_attainment"]:
+        assert name in loads.columns, name
+    assert (base.completed == 24).all()
+    assert (base.median_ttft_ms > 0).all() and (base.request_throughput > 0).all()
+    # Overload queues: the simulated TTFT grows with the load (the measured
+    # one too, but 24 requests on a tiny model are within this machine's noise).
+    ttft = base[base.side == "simulated"].sort_values("load").median_ttft_ms.to_numpy()
+    assert ttft[-1] > ttft[0]
+
+
+def test_steps_profile_and_projection_are_recorded(served_results):
+    steps = load_serving(served_results, "steps")
+    assert len(steps) > 0 and (steps.end_ns > steps.start_ns).all() and (steps.predicted_ns > 0).all()
+    # Steps follow one another: none starts before the last one ended (per load and run).
+    for _, g in steps.groupby(["run_id", "load"]):
+        assert (g.start_ns.to_numpy()[1:] >= g.end_ns.to_numpy()[:-1]).all()
+    profile = load_serving(served_results, "profile")
+    assert len(profile) >= 16
+    projected = load_serving(served_results, "projected")
+    assert set(projected.label) == {"projected"}
+    assert set(projected.accelerator) == {"H100-SXM"} and set(projected["shape"]) == {"llama2-7b"}
+    index = load_index(served_results)
+    for metric in ["serve_capacity_rps", "serve_max_rate_slo", "projected_max_rate_slo", "projected_ttft_p50_ms",
+                   "projected_memory_gb", "projected_kv_peak_gb", "projected_power_w"]:
+        assert (index[metric] > 0).all(), metric
+    # The projected memory holds the 7B weights (13.5 GB in bf16) and some KV.
+    assert (index.projected_memory_gb > 13.4).all()
+
+
+def test_sfvl_is_served_with_its_verifier(served_results):
+    loads = load_serving(served_results, "loads")
+    assert set(loads.variant) == {"baseline", "sfvl"}
+    steps = load_serving(served_results, "steps")
+    # The verifier sends tokens back: some steps drop what they sampled.
+    assert steps[steps.variant == "sfvl"].dropped.sum() > 0
+    assert steps[steps.variant == "baseline"].dropped.sum() == 0
+
+
+def test_claims_show_projected_rows(served_results, zl, tmpdir_zl):
+    # A registry of one claim (the served file has baseline and sfvl, not the
+    # shipped claims' fused): its measured row, and its projection under it.
+    registry = os.path.join(tmpdir_zl, "one.registry")
+    with open(registry, "w") as f:
+        f.write("[claim X-throughput]\nsource = test\nclaim = no verifier serves more\nmetric = serve_max_rate_slo\n"
+                "comparison = relative\ntreatment = variant=baseline\ncontrol = variant=sfvl\nregion = 0.25 .. 0.44\n"
+                "projected.h100_7b = projected_max_rate_slo\n")
+    path = os.path.join(tmpdir_zl, "results.h5")
+    with open(served_results, "rb") as src, open(path, "wb") as dst:
+        dst.write(src.read())
+    proc = zl("claims", path, "--registry", registry)
+    rows = proc.stdout.split("\n@", 1)[0]
+    assert "X-throughput " in rows and "@h100_7b" in rows and "(projected)" in rows
+    with h5py.File(path, "r") as f:
+        table = f["claims"][:]
+    ids = [i.decode() for i in table["id"]]
+    projection = [p.decode() for p in table["projection"]]
+    assert projection[ids.index("X-throughput@h100_7b")] == "h100_7b"
+    assert projection[ids.index("X-throughput")] == ""
+    assert math.isfinite(table["value"][ids.index("X-throughput@h100_7b")])
+
+
+def test_simulate_serves_nothing_for_real(zl, tmpdir_zl):
+    zl("simulate", "ablations/smoke.ini", "--output.dir", tmpdir_zl, *SMALL)
+    loads = load_serving(os.path.join(tmpdir_zl, "results.h5"), "loads")
+    assert set(loads.side) == {"simulated"} and len(loads) == 3
+    with h5py.File(os.path.join(tmpdir_zl, "results.h5"), "r") as f:
+        rid = list(f["runs"])[0]
+        assert "steps" not in f[f"runs/{rid}/serve"]
+
+
+def test_a_trace_is_replayed(zl, tmpdir_zl):
+    trace = os.path.join(tmpdir_zl, "trace.csv")
+    with open(trace, "w") as f:
+        f.write("arrival_s,prompt,output_tokens,user\n")
+        for i in range(6):
+            f.write(f'{0.002 * i:.3f},"This agreement, dated {i}, is made between",{3 + i},u{i}\n')
+    zl("serve-bench", "ablations/smoke.ini", "--output.dir", tmpdir_zl, "--serve.trace", trace, *SMALL)
+    loads = load_serving(os.path.join(tmpdir_zl, "results.h5"), "loads")
+    assert len(loads) == 2 and (loads.completed == 6).all()
+    assert math.isnan(loads.load.iloc[0])
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--serve.rates", "0"], "serve.rates"),
+    (["--serve.rates", "5,-1"], "serve.rates"),
+    (["--serve.loads", ""], "serve.loads"),
+    (["--serve.kv_budget_mb", "0.001"], "serve.kv_budget_mb"),
+    (["--serve.hardware", "TPUv9"], "TPUv9"),
+])
+def test_bad_arguments_are_named(zl, tmpdir_zl, args, needle):
+    proc = zl("serve-bench", "ablations/smoke.ini", "--output.dir", tmpdir_zl, "--serve.requests", "8", *args,
+              check=False)
+    text = proc.stderr + proc.stdout
+    if proc.returncode == 0:  # a run's own failure is recorded in its index row, and the study exits non-zero
+        pytest.fail(f"{args} was accepted")
+    assert needle in text, text[-2000:]
+
+
+def test_a_trace_without_a_column_is_named(zl, tmpdir_zl):
+    trace = os.path.join(tmpdir_zl, "bad.csv")
+    with open(trace, "w") as f:
+        f.write("arrival_s,prompt\n0,hello\n")
+    proc = zl("serve-bench", "ablations/smoke.ini", "--output.dir", tmpdir_zl, "--serve.trace", trace, *SMALL,
+              check=False)
+    text = proc.stderr + proc.stdout
+    assert proc.returncode != 0
+    assert "bad.csv" in text and "output_tokens" in text, text[-2000:]
