@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <stdexcept>
 
 namespace zl {
 
@@ -20,6 +21,7 @@ double repetition_rate(const std::vector<std::vector<int32_t>>& generations, int
 }
 
 double percentile(std::vector<double> v, double q) {
+  if (!(q >= 0 && q <= 100)) throw std::invalid_argument("percentile: q must be in [0, 100], got " + std::to_string(q));
   if (v.empty()) return std::nan("");
   std::sort(v.begin(), v.end());
   double pos = q / 100.0 * (v.size() - 1);

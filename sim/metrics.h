@@ -10,7 +10,8 @@ namespace zl {
 // same generation, pooled over generations (SPEC §2 repetition_rate).
 double repetition_rate(const std::vector<std::vector<int32_t>>& generations, int n = 4);
 
-// Linear-interpolated percentile q in [0,100]; NaN for no data.
+// Linear-interpolated percentile q in [0,100] (numpy's default); NaN for no
+// data; std::invalid_argument for q outside [0,100].
 double percentile(std::vector<double> values, double q);
 double mean(const std::vector<double>& values);
 

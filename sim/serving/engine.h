@@ -31,6 +31,8 @@ class ServingEngine : public StepRunner {
   // Starts the clock: the first arrival is now.
   void start();
   int team() const;
+  // Request `id`'s prompt and the tokens it has kept so far.
+  const std::vector<int32_t>& tokens(int64_t id) const { return tokens_.at(id); }
   // Seconds the hook spent reviewing.
   double hook_seconds() const { return hook_seconds_; }
 

@@ -1,6 +1,7 @@
 #include "sim/serving/simulator.h"
 
 #include <algorithm>
+#include <climits>
 #include <stdexcept>
 
 namespace zl {
@@ -47,7 +48,17 @@ ServeResult simulate(const StepCostModel& cost, const ResampleModel& resample, c
 double simulated_capacity(const StepCostModel& cost, const ResampleModel& resample, std::vector<ServeRequest> requests,
                           const SchedulerOptions& sched, uint64_t seed) {
   for (auto& q : requests) q.arrival_ns = 0;
-  return serving_metrics(simulate(cost, resample, requests, sched, seed).requests, Slo{}).request_throughput;
+  const ServeResult res = simulate(cost, resample, requests, sched, seed);
+  int64_t first_end = INT64_MAX, last_full = 0;
+  for (const auto& r : res.requests)
+    if (!r.token_ns.empty()) first_end = std::min(first_end, r.token_ns.back());
+  for (const auto& s : res.steps)
+    if (s.waiting > 0) last_full = s.end_ns;
+  int64_t done = 0;
+  for (const auto& r : res.requests) done += !r.token_ns.empty() && r.token_ns.back() > first_end && r.token_ns.back() <= last_full;
+  // Too few requests to fill the server for long: the whole run's rate.
+  if (last_full <= first_end || done < 3) return serving_metrics(res.requests, Slo{}).request_throughput;
+  return done / ((last_full - first_end) * 1e-9);
 }
 
 double max_rate_meeting(const StepCostModel& cost, const ResampleModel& resample,
@@ -56,7 +67,7 @@ double max_rate_meeting(const StepCostModel& cost, const ResampleModel& resample
   auto meets = [&](double rate) {
     return serving_metrics(simulate(cost, resample, workload(rate), sched, seed).requests, slo).slo_attainment >= target;
   };
-  double lo = 0.01 * capacity, hi = 1.5 * capacity;
+  double lo = 0.01 * capacity, hi = 3 * capacity;
   if (!meets(lo)) return 0;
   if (meets(hi)) return hi;
   while (hi - lo > 1e-3 * capacity) {

@@ -59,13 +59,17 @@ class ReplayRunner : public StepRunner {
 ServeResult simulate(const StepCostModel& cost, const ResampleModel& resample, const std::vector<ServeRequest>& requests,
                      const SchedulerOptions& sched, uint64_t seed);
 
-// Requests per second served when `requests` all arrive at once (their
-// arrival times are ignored): the capacity that loads are shares of.
+// Requests per second the server completes while it is full: `requests`
+// all arrive at once (their arrival times are ignored), and the rate is
+// counted from the first request's end to the last step that still had a
+// request waiting, so that neither the ramp-up nor the tail, where the last
+// requests run in a thinning batch, lowers it. The capacity that loads are
+// shares of.
 double simulated_capacity(const StepCostModel& cost, const ResampleModel& resample, std::vector<ServeRequest> requests,
                           const SchedulerOptions& sched, uint64_t seed);
 
 // The highest rate at which the share of requests meeting `slo` reaches
-// `target`, by bisection between 1% and 150% of `capacity`, each rate
+// `target`, by bisection between 1% and 300% of `capacity`, each rate
 // served on `workload(rate)`; 0 when even the lowest misses.
 double max_rate_meeting(const StepCostModel& cost, const ResampleModel& resample,
                         const std::function<std::vector<ServeRequest>(double rate)>& workload,
