@@ -1,7 +1,10 @@
 """The standard plots (matplotlib): quality against throughput with interval
 whiskers and the Pareto front; re-sampling rates by context length; the claims
-table's per-seed values and intervals against each claimed region."""
+table's per-seed values and intervals against each claimed region; serving:
+latency against throughput measured and simulated, the simulator's error, the
+step cost model's fit, and the projections to named hardware."""
 import numpy as np
+import pandas as pd
 
 from .results import pareto_front
 
@@ -323,3 +326,263 @@ def claim_one_sided_plot(claims, seeds, ncols=3):
     fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0), ncol=-(-len(handles) // 2),
                fontsize=7.5, frameon=False)
     return fig
+
+
+# Serving (issue 14; sim/serving/serving_run.h, load_serving): serve/loads (measured beside simulated at each
+# load), serve/steps (each measured step with the calibrated cost model's prediction) and serve/projected (named
+# accelerators and model shapes by roofline, every row "projected").
+
+# The figures python/bench_serving.py validates the simulator on.
+VALIDATION_FIGURES = ("median_ttft_ms", "p90_ttft_ms", "median_tpot_ms", "request_throughput")
+# serve/projected's figures written on the reference-rate row alone (sim/serving/projection.cpp): the rate is
+# half the plain baseline's capacity on that accelerator and shape, the same for every variant.
+REFERENCE_FIGURES = ("kv_peak_gb", "memory_gb", "power_w", "max_rate_slo")
+# max_rate_meeting searches up to 1.5 x capacity (sim/serving/simulator.cpp): a rate there is the ceiling.
+MAX_RATE_CEILING = 1.5
+# Axis labels, with units, of the figures that are not latencies (those, STATISTIC_NAME_ms, are spelled out by
+# serving_label); the names are vLLM benchmark_serving's.
+_SERVING_LABELS = {
+    "request_throughput": "request throughput (req/s)", "output_throughput": "output throughput (tok/s)",
+    "total_token_throughput": "total throughput (tok/s)", "goodput": "goodput (req/s)",
+    "slo_attainment": "SLO attainment (share of requests)", "rate": "offered rate (req/s)",
+    "capacity_rps": "capacity (req/s)", "max_rate_slo": "max rate under SLO (req/s)",
+    "kv_peak_gb": "KV cache peak (GB)", "memory_gb": "memory, weights + KV (GB)",
+    "power_w": "power per GPU (W)", "preemptions": "preemptions (requests)", "duration_s": "duration (s)"}
+_STATISTICS = {"mean": "mean", "median": "p50", "std": "std", "p90": "p90", "p99": "p99"}
+_SIDES = {"measured": dict(ls="-", filled=True), "simulated": dict(ls="--", filled=False)}
+
+
+def serving_label(figure, units=True):
+    """The axis label of a serve/loads or serve/projected figure, with its units unless units=False:
+    "median_ttft_ms" -> "TTFT p50 (ms)", "request_throughput" -> "request throughput (req/s)"; other names as
+    they are."""
+    words = figure.split("_")
+    if len(words) == 3 and words[0] in _STATISTICS and words[2] == "ms":
+        label = f"{words[1].upper()} {_STATISTICS[words[0]]} (ms)"
+    else:
+        label = _SERVING_LABELS.get(figure, figure)
+    return label if units else label.split(" (")[0]
+
+
+def serving_means(frame, keys, figures):
+    """The mean over seeds of each of `figures` per `keys` (a row per key; NaN keys, a trace's load, kept), with
+    `seeds`: the rows (runs) behind each mean."""
+    groups = frame.groupby(list(keys), dropna=False, sort=True)
+    return groups[list(figures)].mean().assign(seeds=groups.size()).reset_index()
+
+
+def loads_table(loads, figures=("request_throughput", "output_throughput", "median_ttft_ms", "p90_ttft_ms",
+                                "p99_ttft_ms", "median_tpot_ms", "goodput", "slo_attainment", "preemptions"),
+                by="variant"):
+    """serve/loads as one row per variant and load, each figure's measured and simulated means over seeds side by
+    side (columns: figure, then side); NaN where a variant lacks a side (a simulate-only run measures nothing)."""
+    means = serving_means(loads, [by, "load", "side"], [f for f in figures if f in loads]).drop(columns="seeds")
+    return means.pivot(index=[by, "load"], columns="side").rename_axis(["figure", "side"], axis=1)
+
+
+def simulator_error_table(loads, figures=VALIDATION_FIGURES, by="variant"):
+    """The simulator against the real server, as python/bench_serving.py computes it: per variant, load and figure,
+    the mean over seeds of each side and error_pct = 100 (simulated - measured) / measured. Only where both sides
+    were served (a run with serve.measure off has no measured rows). Columns: variant, load, figure, measured,
+    simulated, error_pct, seeds."""
+    means = serving_means(loads, [by, "load", "side"], figures)
+    rows = []
+    for (key, load), group in means.groupby([by, "load"], dropna=False, sort=True):
+        side = group.set_index("side")
+        if {"measured", "simulated"} <= set(side.index):
+            for f in figures:
+                m, s = side.at["measured", f], side.at["simulated", f]
+                rows.append({by: key, "load": load, "figure": f, "measured": m, "simulated": s,
+                             "error_pct": 100.0 * (s - m) / m, "seeds": side.at["measured", "seeds"]})
+    return pd.DataFrame(rows, columns=[by, "load", "figure", "measured", "simulated", "error_pct", "seeds"])
+
+
+def _axes(ax, figsize):
+    import matplotlib.pyplot as plt
+    return ax or plt.subplots(figsize=figsize, layout="constrained")[1]
+
+
+def _log_scale(ax, which="xy"):
+    """Log scale on the axes named in `which` ("x", "y" or both), the ticks plain numbers: 1, 2 and 5 per decade
+    over two decades or less, the decades alone beyond. Call after drawing."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    for name in which:
+        getattr(ax, f"set_{name}scale")("log")
+        lo, hi = sorted(getattr(ax, f"get_{name}lim")())
+        axis = getattr(ax, f"{name}axis")
+        axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0) if hi <= 100 * lo else (1.0,)))
+        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        axis.set_minor_formatter(NullFormatter())
+
+
+def _legend_right(ax, handles=None, **kw):
+    """The legend outside the axes, on their right (as pareto_plot's)."""
+    ax.legend(handles=handles, fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0,
+              frameon=False, **kw)
+
+
+def _variant_handles(styles):
+    """Legend handles: one per label of `styles` (variant_styles), its colour and marker."""
+    from matplotlib.lines import Line2D
+    return [Line2D([], [], color=c, marker=m, ls="", ms=6, mec="black", mew=0.4, label=label)
+            for label, (_, c, m) in sorted(styles.items())]
+
+
+def _side_handles():
+    """Legend handles of the two sides of serve/loads: measured solid and filled, simulated dashed and hollow."""
+    from matplotlib.lines import Line2D
+    return [Line2D([], [], color="0.3", ls=s["ls"], marker="o", mfc="0.3" if s["filled"] else "white",
+                   label=side) for side, s in _SIDES.items()]
+
+
+def latency_throughput_plot(loads, figure="median_ttft_ms", by="variant", ax=None, legend=True, log=True):
+    """Request throughput (x) against a latency figure (y) of serve/loads, each variant's loads joined in order
+    (one colour per variant, variant_styles): measured solid with filled markers, simulated dashed with hollow
+    ones, each point the mean over seeds. Log axes by default: latency grows by orders near saturation."""
+    ax = _axes(ax, (7, 4.2))
+    means = serving_means(loads, [by, "side", "load"], ["request_throughput", figure])
+    styles = variant_styles(means[by])
+    for (key, side), g in means.groupby([by, "side"]):
+        _, colour, marker = styles[str(key)]
+        s = _SIDES.get(side, _SIDES["simulated"])
+        ax.plot(g["request_throughput"], g[figure], ls=s["ls"], marker=marker, color=colour, lw=1.3, ms=6,
+                mfc=colour if s["filled"] else "white", mec=colour, mew=1.2, alpha=0.9, label=f"{key} {side}")
+    if log:
+        _log_scale(ax)
+    ax.set_xlabel(serving_label("request_throughput"))
+    ax.set_ylabel(serving_label(figure))
+    loads_text = ", ".join(f"{x:g}" for x in sorted(means["load"].dropna().unique()))
+    ax.set_title(f"{serving_label(figure, units=False)} against request throughput, measured and simulated\n"
+                 f"at loads {loads_text} of capacity; mean over seeds", fontsize=9)
+    ax.grid(True, which="both", lw=0.4, alpha=0.4)
+    if legend:
+        _legend_right(ax, _variant_handles(styles) + _side_handles())
+    return ax
+
+
+def simulator_error_plot(errors, tolerance=10.0, by="variant", ax=None):
+    """simulator_error_table as a grid: a row per variant and load, a column per figure, each cell's error %
+    written in it and coloured (blue: simulator low, red: high; saturated at 5 x tolerance), the cells beyond
+    ±tolerance boxed. The title counts the cells within."""
+    from matplotlib.patches import Rectangle
+    grid = errors.pivot(index=[by, "load"], columns="figure", values="error_pct")
+    grid = grid[list(errors["figure"].unique())]  # in the order given
+    ax = _axes(ax, (1.6 * grid.shape[1] + 2.5, 0.32 * len(grid) + 1.4))
+    ax.imshow(grid.to_numpy(float), cmap="RdBu_r", vmin=-5 * tolerance, vmax=5 * tolerance, aspect="auto")
+    for (i, j), v in np.ndenumerate(grid.to_numpy(float)):
+        far = not abs(v) <= tolerance
+        ax.text(j, i, "-" if np.isnan(v) else f"{v:+.1f}%", ha="center", va="center", fontsize=7.5,
+                fontweight="bold" if far else "normal", color="white" if abs(v) > 3.5 * tolerance else "black")
+        if far:
+            ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec="black", lw=1.2))
+    ax.set_xticks(range(grid.shape[1]), [serving_label(f) for f in grid.columns], fontsize=8)
+    ax.set_yticks(range(len(grid)), [f"{k}, " + (f"load {l:g}" if np.isfinite(l) else "trace") for k, l in grid.index],
+                  fontsize=8)
+    within = int((errors["error_pct"].abs() <= tolerance).sum())
+    ax.set_title(f"simulator error: (simulated - measured) / measured, mean over seeds per side\n"
+                 f"{within}/{len(errors)} cells within ±{tolerance:g}% (beyond: boxed, bold)", fontsize=9)
+    return ax
+
+
+def _step_durations(steps):
+    """(measured, predicted) duration in ns of each serve/steps row, as floats."""
+    return (steps["end_ns"] - steps["start_ns"]).astype(float), steps["predicted_ns"].astype(float)
+
+
+def step_fit_table(steps, by="variant"):
+    """The cost model's fit on the measured steps (serve/steps): per variant the steps, median measured duration,
+    median and p90 of |predicted - measured| / measured, and the bias of the sum (sum predicted / sum measured - 1)."""
+    measured, predicted = _step_durations(steps)
+    frame = pd.DataFrame({by: steps[by], "measured": measured, "predicted": predicted,
+                          "rel": (predicted - measured).abs() / measured})
+    g = frame.groupby(by)
+    return pd.DataFrame({"steps": g.size(), "median_step_ms": g["measured"].median() / 1e6,
+                         "median_abs_error_pct": 100 * g["rel"].median(),
+                         "p90_abs_error_pct": 100 * g["rel"].quantile(0.9),
+                         "sum_bias_pct": 100 * (g["predicted"].sum() / g["measured"].sum() - 1)})
+
+
+def step_fit_plot(steps, by="variant", ncols=3):
+    """The cost model's prediction of each measured step (serve/steps predicted_ns, y) against its measured
+    duration (end_ns - start_ns, x), log axes, a panel per variant in its colour, the diagonal and ±10% drawn;
+    each panel's title gives its median |error|. Returns the figure."""
+    import matplotlib.pyplot as plt
+    fit = step_fit_table(steps, by)
+    ncols = max(1, min(ncols, len(fit)))
+    nrows = max(1, -(-len(fit) // ncols))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.3 * ncols, 3.0 * nrows), layout="constrained", squeeze=False,
+                             sharex=True, sharey=True)
+    styles = variant_styles(fit.index)
+    measured, predicted = (d / 1e6 for d in _step_durations(steps))  # ms
+    both = np.concatenate([measured, predicted])
+    both = both[both > 0]
+    line = np.geomspace(both.min(), both.max(), 50) if len(both) else np.array([])
+    for ax, (key, row) in zip(axes.flat, fit.iterrows()):
+        mine = (steps[by] == key).to_numpy()
+        ax.scatter(measured[mine], predicted[mine], s=3, alpha=0.25, lw=0, color=styles[str(key)][1], rasterized=True)
+        ax.plot(line, line, color="black", lw=0.8)
+        ax.fill_between(line, line * 0.9, line * 1.1, color="0.5", alpha=0.25, lw=0)
+        _log_scale(ax)
+        ax.set_title(f"{key}: {int(row['steps'])} steps, median |error| {row['median_abs_error_pct']:.1f}%",
+                     fontsize=8.5)
+        ax.grid(True, which="both", lw=0.3, alpha=0.4)
+    for ax in list(axes.flat)[len(fit):]:
+        ax.set_visible(False)
+    fig.supxlabel("measured step duration (ms)", fontsize=9)
+    fig.supylabel("cost model's prediction (ms)", fontsize=9)
+    fig.suptitle("the calibrated step cost model on every measured step (diagonal: exact; band: ±10%)", fontsize=9)
+    return fig
+
+
+def projected_reference(projected):
+    """The reference-rate rows of serve/projected: the one row per run, accelerator and shape with the memory,
+    power and max-rate figures (REFERENCE_FIGURES), all variants at the same rate there."""
+    present = [f for f in REFERENCE_FIGURES if f in projected]
+    return projected[projected[present].notna().any(axis=1)] if present else projected.iloc[:0]
+
+
+def max_rate_at_ceiling(rows):
+    """Whether each reference row's max_rate_slo is the search's ceiling, MAX_RATE_CEILING x capacity_rps
+    (sim/serving/simulator.cpp max_rate_meeting): the SLOs still held there, the rate is a lower bound."""
+    return rows["max_rate_slo"] >= MAX_RATE_CEILING * rows["capacity_rps"] * (1 - 1e-9)
+
+
+def projected_plot(projected, figure="capacity_rps", by="variant", ax=None, legend=True):
+    """A projected figure (serve/projected, roofline) per accelerator and shape: each variant's mean over seeds
+    (its colour, variant_styles), its seeds as small dots when there are several, side by side within an
+    accelerator and shape. Read on the reference-rate rows (projected_reference), where every variant is offered
+    the same rate. A max_rate_slo at the search's ceiling (MAX_RATE_CEILING x capacity) is marked "≥": a lower
+    bound. Log y when the values span more than 20x. "projected" is in the title and the axis label."""
+    ax = _axes(ax, (7, 3.6))
+    rows = projected_reference(projected)
+    values = rows[figure].astype(float) if figure in rows else pd.Series(np.nan, index=rows.index)
+    rows, values = rows[np.isfinite(values)], values[np.isfinite(values)]
+    places = list(dict.fromkeys(zip(rows["accelerator"], rows["shape"])))
+    styles = variant_styles(rows[by])
+    width = 0.8 / max(1, len(styles))
+    for i, (key, (_, colour, marker)) in enumerate(sorted(styles.items())):
+        for j, place in enumerate(places):
+            mine = rows[(rows[by].astype(str) == key) & (rows["accelerator"] == place[0]) & (rows["shape"] == place[1])]
+            seeds, x = values[mine.index], j + (i - (len(styles) - 1) / 2) * width
+            if len(seeds) > 1:
+                ax.plot([x] * len(seeds), seeds, ".", color="0.25", ms=3, zorder=3)
+            ax.plot([x], [seeds.mean()], marker, color=colour, ms=7, mec="black", mew=0.5, ls="", zorder=2)
+            if figure == "max_rate_slo" and max_rate_at_ceiling(mine).any():
+                ax.annotate("≥", (x, seeds.mean()), xytext=(0, 5), textcoords="offset points", ha="center",
+                            va="bottom", fontsize=8)
+    for j in range(1, len(places)):
+        ax.axvline(j - 0.5, color="0.85", lw=0.8)
+    ax.margins(y=0.12)  # room for the "≥" marks
+    if len(values) and values.min() > 0 and values.max() / values.min() > 20:
+        _log_scale(ax, "y")
+    ax.set_xticks(range(len(places)), [f"{a}\n{s}" for a, s in places], fontsize=8)
+    ax.set_xlim(-0.5, max(len(places), 1) - 0.5)
+    ax.set_ylabel(f"projected {serving_label(figure)}", fontsize=8.5)
+    note = "; ≥: at the search's ceiling" if figure == "max_rate_slo" else ""
+    empty = "" if len(rows) else "\n(no projected rows with this figure)"
+    ax.set_title(f"projected {serving_label(figure, units=False)}\n(roofline, at the reference rate{note}){empty}",
+                 fontsize=9)
+    ax.grid(True, axis="y", which="major", lw=0.4, alpha=0.4)
+    if legend and styles:
+        _legend_right(ax, _variant_handles(styles))
+    return ax

@@ -260,3 +260,67 @@ def test_claim_seeds_plot_on_a_file_from_before_the_per_method_intervals(tmp_pat
     np.testing.assert_allclose(ci[2].get_xdata(), [(208.12689831 - 148.3333333) / 118.6666667,
                                                    (247.87310169 - 148.3333333) / 118.6666667])
     plt.close(ax.figure)
+
+
+def _served_loads():
+    """serve/loads of two seeds of baseline (measured and simulated) and one simulated-only variant."""
+    rows = []
+    for seed, m_ttft, s_ttft in ((1, 10.0, 11.0), (2, 20.0, 22.0)):
+        for side, ttft in (("measured", m_ttft), ("simulated", s_ttft)):
+            for load, tput in ((0.5, 50.0), (1.0, 90.0)):
+                rows.append(dict(variant="baseline", seed=seed, side=side, load=load, request_throughput=tput,
+                                 median_ttft_ms=ttft * load, p90_ttft_ms=2 * ttft, median_tpot_ms=1.0))
+    rows += [dict(variant="sfvl", seed=1, side="simulated", load=0.5, request_throughput=20.0, median_ttft_ms=5.0,
+                  p90_ttft_ms=9.0, median_tpot_ms=2.0)]
+    return pd.DataFrame(rows)
+
+
+def test_simulator_error_is_bench_servings_mean_over_seeds_per_side():
+    errors = plots.simulator_error_table(_served_loads())
+    assert set(errors["variant"]) == {"baseline"}  # sfvl has no measured rows: no cells
+    cell = errors[(errors["load"] == 1.0) & (errors["figure"] == "median_ttft_ms")].iloc[0]
+    assert cell["measured"] == 15.0 and cell["simulated"] == 16.5 and cell["seeds"] == 2
+    assert cell["error_pct"] == pytest.approx(10.0)
+    assert len(errors) == 2 * len(plots.VALIDATION_FIGURES)
+
+
+def test_latency_throughput_plot_draws_measured_solid_and_simulated_dashed_hollow():
+    ax = plots.latency_throughput_plot(_served_loads(), "median_ttft_ms")
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    measured, simulated = lines["baseline measured"], lines["baseline simulated"]
+    assert measured.get_linestyle() == "-" and simulated.get_linestyle() == "--"
+    assert simulated.get_markerfacecolor() == "white" and measured.get_markerfacecolor() != "white"
+    assert measured.get_color() == simulated.get_color() == plots.VARIANT_COLORS["baseline"]
+    assert list(measured.get_xdata()) == [50.0, 90.0]  # mean over seeds, in order of load
+    assert ax.get_ylabel() == "TTFT p50 (ms)" and ax.get_xlabel() == "request throughput (req/s)"
+    assert ax.get_legend().get_bbox_to_anchor().transformed(ax.transAxes.inverted()).x0 > 1
+
+
+def test_projected_plot_reads_the_reference_rows_and_says_projected():
+    base = dict(shape="llama2-7b", label="projected", seed=1, capacity_rps=2.0)
+    projected = pd.DataFrame([
+        dict(base, variant="baseline", accelerator="H100-SXM", load=0.3, memory_gb=np.nan, max_rate_slo=np.nan),
+        dict(base, variant="baseline", accelerator="H100-SXM", load=0.5, memory_gb=30.0, max_rate_slo=3.0),
+        dict(base, variant="sfvl", accelerator="H100-SXM", load=0.5, memory_gb=70.0, max_rate_slo=1.0),
+        dict(base, variant="sfvl", accelerator="L4", load=0.5, memory_gb=20.0, max_rate_slo=0.0)])
+    assert list(plots.projected_reference(projected)["load"]) == [0.5, 0.5, 0.5]
+    assert list(plots.max_rate_at_ceiling(projected.iloc[1:])) == [True, False, False]  # 3.0 = 1.5 x capacity
+    for figure in ("memory_gb", "max_rate_slo", "power_w"):  # power_w: not in this table
+        ax = plots.projected_plot(projected, figure)
+        assert "projected" in ax.get_title() and ax.get_ylabel().startswith("projected ")
+    ax = plots.projected_plot(projected, "max_rate_slo")
+    assert [t.get_text() for t in ax.texts] == ["≥"]  # baseline's, at the ceiling
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["H100-SXM\nllama2-7b", "L4\nllama2-7b"]
+
+
+def test_serving_labels_and_the_step_fit():
+    assert plots.serving_label("p99_e2el_ms") == "E2EL p99 (ms)"
+    assert plots.serving_label("memory_gb", units=False) == "memory, weights + KV"
+    assert plots.serving_label("unknown_thing") == "unknown_thing"
+    steps = pd.DataFrame({"variant": ["a", "a", "b"], "start_ns": [0, 100, 0], "end_ns": [100, 300, 400],
+                          "predicted_ns": [110, 200, 400]})
+    fit = plots.step_fit_table(steps)
+    assert fit.loc["a", "steps"] == 2 and fit.loc["a", "median_abs_error_pct"] == pytest.approx(5.0)
+    assert fit.loc["a", "sum_bias_pct"] == pytest.approx(100 * (310 / 300 - 1))
+    assert fit.loc["b", "median_abs_error_pct"] == 0
+    assert len(plots.step_fit_plot(steps).axes) == 2

@@ -1,5 +1,7 @@
 """The notebooks run end to end (nbconvert) on the smoke study's output, with
-its claims table written, and on a file that has none (claims computed)."""
+its claims table written, and on a file that has none (claims computed); the
+serving notebook on a served smoke study's output (the smoke study is not served)."""
+import json
 import os
 import shutil
 import subprocess
@@ -44,3 +46,27 @@ def test_claims_notebook_computes_the_table_when_the_file_has_none(smoke_results
     with open(tmp_path / "claims.ipynb") as f:
         text = f.read()
     assert "computed now" in text and "S000-throughput" in text
+
+
+def outputs_text(notebook):
+    """The text of every output of an executed notebook (streams, plain text and HTML), and its figures' count;
+    the sources left out, so that a word found was printed, not written."""
+    with open(notebook) as f:
+        cells = json.load(f)["cells"]
+    texts, figures = [], 0
+    for output in (o for c in cells if c["cell_type"] == "code" for o in c["outputs"]):
+        assert output["output_type"] != "error", output.get("evalue")
+        data = output.get("data", {})
+        figures += "image/png" in data
+        for part in (output.get("text", ""), data.get("text/plain", ""), data.get("text/html", "")):
+            texts.append("".join(part) if isinstance(part, list) else part)
+    return "\n".join(texts), figures
+
+
+def test_serving_notebook_runs_on_served_output(served_results, tmp_path):
+    proc = execute("serving", served_results, tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text, figures = outputs_text(tmp_path / "serving.ipynb")
+    assert "projected" in text
+    assert "projected capacity (req/s)" in text  # the projected table itself, not only a note that there is none
+    assert figures >= 4  # latency against throughput, the simulator's error, the step fit, the projections
