@@ -148,10 +148,14 @@ int64_t CalibratedCost::step_ns(const StepShape& step) const {
 Calibration calibrate(const std::vector<ProfiledStep>& profile, int team) {
   std::vector<const ProfiledStep*> one, many;
   for (const auto& p : profile) (team_groups(p.shape, team).size() == 1 ? one : many).push_back(&p);
-  if (one.size() < 8 || many.size() < 8)
+  // A team of one never cuts a step (DecodeStep::run_rows): no step has
+  // several groups, and the grouped coefficients are never used.
+  const bool cuts = team > 1;
+  if (one.size() < 8 || (cuts && many.size() < 8))
     throw std::invalid_argument("calibration: the profile has " + std::to_string(one.size()) + " steps on one team group and " +
-                                std::to_string(many.size()) + " of several; at least 8 of each are needed");
-  Fit a = fit(one, team, false), g = fit(many, team, true);
+                                std::to_string(many.size()) + " of several; " +
+                                (cuts ? "at least 8 of each are needed" : "at least 8 are needed (a team of one cuts none)"));
+  Fit a = fit(one, team, false), g = cuts ? fit(many, team, true) : Fit{a.c, 0};
   Calibration out{CalibratedCost(team, a.c, g.c)};
   out.steps = profile.size();
   out.outliers = a.outliers + g.outliers;
