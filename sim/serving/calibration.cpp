@@ -76,7 +76,10 @@ struct Fit {
 };
 
 // Least squares on `steps`, the slowest group chosen anew under each fit
-// (a few rounds settle it), then again without the outliers.
+// (a few rounds settle it), then again without the outliers. The outliers
+// are judged twice: first against a fit the stalls themselves pulled (which
+// misjudges honest steps near them), then against the fit made without
+// them, which decides.
 Fit fit(const std::vector<const ProfiledStep*>& steps, int team, bool grouped) {
   Fit out;
   std::vector<bool> keep(steps.size(), true);
@@ -92,7 +95,7 @@ Fit fit(const std::vector<const ProfiledStep*>& steps, int team, bool grouped) {
       y.push_back(static_cast<double>(steps[i]->ns));
     }
     out.c = least_squares(x, y);
-    if (round == 4) {  // drop outliers once the groups have settled
+    if (round == 3 || round == 5) {  // drop outliers once the groups have settled
       std::vector<double> res;
       for (size_t i = 0; i < steps.size(); ++i) {
         const StepShape& s = steps[i]->shape;
@@ -103,8 +106,11 @@ Fit fit(const std::vector<const ProfiledStep*>& steps, int team, bool grouped) {
       const double mid = median(res);
       for (double r : res) dev.push_back(std::abs(r - mid));
       const double mad = 1.4826 * median(dev);
-      for (size_t i = 0; i < steps.size(); ++i)
-        if (std::abs(res[i] - mid) > 4 * mad) keep[i] = false, ++out.outliers;
+      out.outliers = 0;
+      for (size_t i = 0; i < steps.size(); ++i) {
+        keep[i] = std::abs(res[i] - mid) <= 4 * mad;
+        out.outliers += !keep[i];
+      }
     }
   }
   return out;
