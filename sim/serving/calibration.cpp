@@ -77,7 +77,10 @@ struct Fit {
 };
 
 // Least squares on `steps`, the slowest group chosen anew under each fit
-// (a few rounds settle it), then again without the outliers.
+// (a few rounds settle it), then again without the outliers. The outliers
+// are judged twice: first against a fit the stalls themselves pulled (which
+// misjudges honest steps near them), then against the fit made without
+// them, which decides.
 Fit fit(const std::vector<const ProfiledStep*>& steps, int team, bool grouped) {
   Fit out;
   std::vector<bool> keep(steps.size(), true);
@@ -93,7 +96,7 @@ Fit fit(const std::vector<const ProfiledStep*>& steps, int team, bool grouped) {
       y.push_back(static_cast<double>(steps[i]->ns));
     }
     out.c = least_squares(x, y);
-    if (round == 4) {  // drop outliers once the groups have settled
+    if (round == 3 || round == 5) {  // drop outliers once the groups have settled
       std::vector<double> res;
       for (size_t i = 0; i < steps.size(); ++i) {
         const StepShape& s = steps[i]->shape;
@@ -104,8 +107,11 @@ Fit fit(const std::vector<const ProfiledStep*>& steps, int team, bool grouped) {
       const double mid = median(res);
       for (double r : res) dev.push_back(std::abs(r - mid));
       const double mad = 1.4826 * median(dev);
-      for (size_t i = 0; i < steps.size(); ++i)
-        if (std::abs(res[i] - mid) > 4 * mad) keep[i] = false, ++out.outliers;
+      out.outliers = 0;
+      for (size_t i = 0; i < steps.size(); ++i) {
+        keep[i] = std::abs(res[i] - mid) <= 4 * mad;
+        out.outliers += !keep[i];
+      }
     }
   }
   return out;
@@ -210,10 +216,14 @@ int64_t CalibratedCost::step_ns(const StepShape& step) const {
 Calibration calibrate(const std::vector<ProfiledStep>& profile, int team) {
   std::vector<const ProfiledStep*> one, many;
   for (const auto& p : profile) (team_groups(p.shape, team).size() == 1 ? one : many).push_back(&p);
-  if (one.size() < 8 || many.size() < 8)
+  // A team of one never cuts a step (DecodeStep::run_rows): no step has
+  // several groups, and the grouped coefficients are never used.
+  const bool cuts = team > 1;
+  if (one.size() < 8 || (cuts && many.size() < 8))
     throw std::invalid_argument("calibration: the profile has " + std::to_string(one.size()) + " steps on one team group and " +
-                                std::to_string(many.size()) + " of several; at least 8 of each are needed");
-  Fit a = fit(one, team, false), g = fit(many, team, true);
+                                std::to_string(many.size()) + " of several; " +
+                                (cuts ? "at least 8 of each are needed" : "at least 8 are needed (a team of one cuts none)"));
+  Fit a = fit(one, team, false), g = cuts ? fit(many, team, true) : Fit{a.c, 0};
   // The decode table: per batch size, a robust line in the slowest group's keys.
   std::map<int64_t, std::vector<std::pair<double, double>>> by_size;  // n -> (keys, ns)
   int64_t widest = 0;

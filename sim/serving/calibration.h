@@ -83,7 +83,8 @@ struct Calibration {
 };
 
 // Fits the model to steps timed on the real decode step. Throws
-// std::invalid_argument when the profile has too few steps of either kind.
+// std::invalid_argument when the profile has too few steps of either kind
+// (of one group only on a team of one, which never cuts a step).
 Calibration calibrate(const std::vector<ProfiledStep>& profile, int team);
 
 }  // namespace zl
