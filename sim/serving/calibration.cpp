@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 namespace zl {
@@ -73,7 +74,7 @@ double median(std::vector<double> v) {
 
 struct Fit {
   StepCoefficients c{};
-  int64_t outliers = 0;
+  std::vector<bool> keep;  // per step: false for an outlier left out of the fit
 };
 
 // Least squares on `steps`, the slowest group chosen anew under each fit
@@ -107,13 +108,10 @@ Fit fit(const std::vector<const ProfiledStep*>& steps, int team, bool grouped) {
       const double mid = median(res);
       for (double r : res) dev.push_back(std::abs(r - mid));
       const double mad = 1.4826 * median(dev);
-      out.outliers = 0;
-      for (size_t i = 0; i < steps.size(); ++i) {
-        keep[i] = std::abs(res[i] - mid) <= 4 * mad;
-        out.outliers += !keep[i];
-      }
+      for (size_t i = 0; i < steps.size(); ++i) keep[i] = std::abs(res[i] - mid) <= 4 * mad;
     }
   }
+  out.keep = keep;
   return out;
 }
 
@@ -135,7 +133,7 @@ constexpr size_t kMinPerSize = 12;
 
 // Least squares ns ≈ a + b·keys, then again without the points past 4 robust
 // deviations. A size profiled at a single context gets a flat line.
-DecodeLine robust_line(const std::vector<std::pair<double, double>>& points, int64_t& dropped) {
+DecodeLine robust_line(const std::vector<std::pair<double, double>>& points, std::vector<bool>& keep) {
   auto solve = [](const std::vector<std::pair<double, double>>& pts) {
     double mx = 0, my = 0;
     for (auto [x, y] : pts) mx += x, my += y;
@@ -153,9 +151,12 @@ DecodeLine robust_line(const std::vector<std::pair<double, double>>& points, int
   for (double r : res) dev.push_back(std::abs(r - mid));
   const double mad = 1.4826 * median(dev);
   std::vector<std::pair<double, double>> kept;
-  for (size_t i = 0; i < points.size(); ++i)
-    if (std::abs(res[i] - mid) <= 4 * mad) kept.push_back(points[i]);
-  dropped += points.size() - kept.size();
+  keep.assign(points.size(), true);
+  for (size_t i = 0; i < points.size(); ++i) {
+    keep[i] = std::abs(res[i] - mid) <= 4 * mad;
+    if (keep[i]) kept.push_back(points[i]);
+  }
+  if (kept.size() < 2) keep.assign(points.size(), true);
   return kept.size() >= 2 ? solve(kept) : l;
 }
 
@@ -223,24 +224,36 @@ Calibration calibrate(const std::vector<ProfiledStep>& profile, int team) {
     throw std::invalid_argument("calibration: the profile has " + std::to_string(one.size()) + " steps on one team group and " +
                                 std::to_string(many.size()) + " of several; " +
                                 (cuts ? "at least 8 of each are needed" : "at least 8 are needed (a team of one cuts none)"));
-  Fit a = fit(one, team, false), g = cuts ? fit(many, team, true) : Fit{a.c, 0};
+  Fit a = fit(one, team, false), g = cuts ? fit(many, team, true) : Fit{a.c, {}};
   // The decode table: per batch size, a robust line in the slowest group's keys.
   std::map<int64_t, std::vector<std::pair<double, double>>> by_size;  // n -> (keys, ns)
+  std::map<int64_t, std::vector<const ProfiledStep*>> of_size;
   int64_t widest = 0;
   for (const auto& p : profile)
     if (decode_only(p.shape)) {
       const int64_t n = p.shape.parts.size();
       by_size[n].emplace_back(group_keys(p.shape, team), static_cast<double>(p.ns));
+      of_size[n].push_back(&p);
       widest = std::max(widest, n);
     }
   std::vector<DecodeLine> lines(widest + 1, DecodeLine{NAN, NAN});
-  int64_t dropped = 0;
-  for (const auto& [n, points] : by_size)
-    if (points.size() >= kMinPerSize) lines[n] = robust_line(points, dropped);
+  // A step is an outlier when the model that predicts it left it out.
+  std::set<const ProfiledStep*> tabled, left_out;
+  for (const auto& [n, points] : by_size) {
+    if (points.size() < kMinPerSize) continue;
+    std::vector<bool> keep;
+    lines[n] = robust_line(points, keep);
+    for (size_t i = 0; i < points.size(); ++i) {
+      tabled.insert(of_size[n][i]);
+      if (!keep[i]) left_out.insert(of_size[n][i]);
+    }
+  }
+  for (const auto& [steps, f] : {std::pair{&one, &a}, std::pair{&many, &g}})
+    for (size_t i = 0; i < f->keep.size(); ++i)
+      if (!f->keep[i] && !tabled.count((*steps)[i])) left_out.insert((*steps)[i]);
   Calibration out{CalibratedCost(team, a.c, g.c, lines)};
-  out.outliers += dropped;
+  out.outliers = left_out.size();
   out.steps = profile.size();
-  out.outliers += a.outliers + g.outliers;
   std::vector<double> err;
   for (const auto& p : profile)
     err.push_back(std::abs(out.cost.step_ns(p.shape) - static_cast<double>(p.ns)) / std::max<int64_t>(p.ns, 1));

@@ -146,10 +146,10 @@ TEST(ServingEngine, ServesTheTokensTheBatchDecoderGives) {
     want.push_back(decode(model, {q.prompt}, opt, gen).continuations[0]);
   }
   // Tight: 3 rows, 8 tokens a step (prefills are chunked), and blocks of 4
-  // for about 2.5 requests (the latest admitted is preempted and recomputed).
+  // for about 1.5 requests (the latest admitted is preempted and recomputed).
   SchedulerOptions sched;
   sched.block_size = 4;
-  sched.num_blocks = 14;
+  sched.num_blocks = 9;
   sched.max_num_seqs = 3;
   sched.max_num_batched_tokens = 8;
   ServeResult plain, reviewed;

