@@ -831,7 +831,7 @@ std::vector<std::string> known_without_runs(const std::vector<ClaimSpec>& specs,
   for (const auto& r : results) present.insert(r.spec);
   std::vector<std::string> out;
   for (const auto& s : specs)
-    if (!s.known_method.empty() && !present.count(&s)) out.push_back(s.id + " (" + s.treatment + ")");
+    if (!s.known_method.empty() && !s.projected && !present.count(&s)) out.push_back(s.id + " (" + s.treatment + ")");
   return out;
 }
 
