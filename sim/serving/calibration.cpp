@@ -10,7 +10,7 @@
 namespace zl {
 namespace {
 
-constexpr int kFeatures = 6;
+constexpr int kFeatures = 7;
 using Features = std::array<double, kFeatures>;
 
 // The work of parts [begin, end): rows, keys, sequences, logits rows.
@@ -30,7 +30,7 @@ std::array<double, 4> work(const StepShape& s, size_t begin, size_t end) {
 Features step_features(const std::array<double, 4>& group_work, const StepShape& s) {
   double samples = 0;
   for (const auto& p : s.parts) samples += p.samples;
-  return {1, samples, group_work[0], group_work[1], group_work[2], group_work[3]};
+  return {1, samples, group_work[0], group_work[1], group_work[2], group_work[3], s.after_idle ? 1.0 : 0.0};
 }
 
 double predict(const StepCoefficients& c, const Features& f) {
@@ -92,7 +92,7 @@ Fit fit(const std::vector<const ProfiledStep*>& steps, int team, bool grouped) {
       if (!keep[i]) continue;
       const StepShape& s = steps[i]->shape;
       // First round: the group with the most rows.
-      StepCoefficients guess = round == 0 ? StepCoefficients{0, 0, 1, 0, 0, 0} : out.c;
+      StepCoefficients guess = round == 0 ? StepCoefficients{0, 0, 1, 0, 0, 0, 0} : out.c;
       x.push_back(grouped ? slowest_group(s, team, guess) : step_features(work(s, 0, s.parts.size()), s));
       y.push_back(static_cast<double>(steps[i]->ns));
     }
@@ -121,6 +121,16 @@ bool decode_only(const StepShape& s) {
   return !s.parts.empty();
 }
 
+// A decode-only step's place in the decode table: its groups on the team
+// and the sequences its largest group holds (on two threads, 7 and 8
+// sequences both put 4 on the slower one, and cost alike).
+DecodeKey decode_key(const StepShape& s, int team) {
+  int64_t most = 0;
+  const auto groups = team_groups(s, team);
+  for (auto [b, e] : groups) most = std::max<int64_t>(most, e - b);
+  return {static_cast<int64_t>(groups.size()), most};
+}
+
 // The keys the most loaded group of a decode-only step attends over.
 double group_keys(const StepShape& s, int team) {
   double most = 0;
@@ -128,7 +138,7 @@ double group_keys(const StepShape& s, int team) {
   return most;
 }
 
-// Decode-only steps of one batch size needed for a line of their own.
+// Decode-only steps of one key needed for a line of their own.
 constexpr size_t kMinPerSize = 12;
 
 // Least squares ns ≈ a + b·keys, then again without the points past 4 robust
@@ -141,23 +151,43 @@ DecodeLine robust_line(const std::vector<std::pair<double, double>>& points, std
     my /= pts.size();
     double sxx = 0, sxy = 0;
     for (auto [x, y] : pts) sxx += (x - mx) * (x - mx), sxy += (x - mx) * (y - my);
-    const double b = sxx > 1e-9 * (1 + mx * mx) * pts.size() ? sxy / sxx : 0;
-    return DecodeLine{my - b * mx, b};
+    // More keys never make a step faster: a slope below 0 is noise.
+    const double b = sxx > 1e-9 * (1 + mx * mx) * pts.size() ? std::max(0.0, sxy / sxx) : 0;
+    double lo = INFINITY, hi = -INFINITY;
+    for (auto [x, y] : pts) lo = std::min(lo, x), hi = std::max(hi, x);
+    return DecodeLine{my - b * mx, b, lo, hi};
   };
-  DecodeLine l = solve(points);
+  // Stalls first (the machine is shared: a step held up several times its
+  // length), judged against the key's median, which they cannot pull as
+  // they pull a line fitted through a dozen points; then the line's own outliers.
+  std::vector<double> ns;
+  for (auto [x, y] : points) ns.push_back(y);
+  const double typical = median(ns);
+  keep.assign(points.size(), true);
+  auto kept_points = [&] {
+    std::vector<std::pair<double, double>> kept;
+    for (size_t i = 0; i < points.size(); ++i)
+      if (keep[i]) kept.push_back(points[i]);
+    return kept;
+  };
+  for (size_t i = 0; i < points.size(); ++i) keep[i] = points[i].second <= 2 * typical && points[i].second >= typical / 2;
+  DecodeLine l = solve(kept_points());
   std::vector<double> res, dev;
-  for (auto [x, y] : points) res.push_back(y - l.intercept - l.slope * x);
+  for (size_t i = 0; i < points.size(); ++i)
+    if (keep[i]) res.push_back(points[i].second - l.intercept - l.slope * points[i].first);
   const double mid = median(res);
   for (double r : res) dev.push_back(std::abs(r - mid));
-  const double mad = 1.4826 * median(dev);
-  std::vector<std::pair<double, double>> kept;
-  keep.assign(points.size(), true);
-  for (size_t i = 0; i < points.size(); ++i) {
-    keep[i] = std::abs(res[i] - mid) <= 4 * mad;
-    if (keep[i]) kept.push_back(points[i]);
+  // A step within 8% of the line is never an outlier: a line per key is
+  // itself an approximation of a few per cent.
+  const double mad = std::max(1.4826 * median(dev), 0.02 * typical);
+  for (size_t i = 0; i < points.size(); ++i)
+    keep[i] = keep[i] && std::abs(points[i].second - l.intercept - l.slope * points[i].first - mid) <= 4 * mad;
+  const auto kept = kept_points();
+  if (kept.size() < 2) {
+    keep.assign(points.size(), true);
+    return l;
   }
-  if (kept.size() < 2) keep.assign(points.size(), true);
-  return kept.size() >= 2 ? solve(kept) : l;
+  return solve(kept);
 }
 
 }  // namespace
@@ -190,21 +220,27 @@ double CalibratedCost::structural_ns(const StepShape& step) const {
 }
 
 double CalibratedCost::decode_ns(const StepShape& step) const {
-  if (!decode_only(step)) return NAN;
-  const int64_t n = step.parts.size();
+  if (!decode_only(step) || decode_.empty()) return NAN;
+  const auto [groups, most] = decode_key(step, team_);
   const double keys = group_keys(step, team_);
-  auto line = [&](int64_t i) {
-    const DecodeLine& l = decode_[i];
-    return std::isfinite(l.intercept) ? l.intercept + l.slope * keys : NAN;
+  auto at = [&](const DecodeLine& l) {
+    const double reach = 0.1 * (l.keys_hi - l.keys_lo) + 1;
+    return keys < l.keys_lo - reach || keys > l.keys_hi + reach ? NAN : l.intercept + l.slope * keys;
   };
-  if (n < static_cast<int64_t>(decode_.size()) && std::isfinite(line(n))) return line(n);
-  // The nearest profiled sizes on either side, interpolated in n.
-  int64_t lo = std::min<int64_t>(n, decode_.size()) - 1, hi = n + 1;
-  while (lo > 0 && !std::isfinite(line(lo))) --lo;
-  while (hi < static_cast<int64_t>(decode_.size()) && !std::isfinite(line(hi))) ++hi;
-  if (lo < 1 || hi >= static_cast<int64_t>(decode_.size())) return NAN;
-  const double w = static_cast<double>(n - lo) / (hi - lo);
-  return (1 - w) * line(lo) + w * line(hi);
+  // Its own line, or the two nearest sizes on either side with as many groups, interpolated.
+  auto hi = decode_.lower_bound({groups, most});
+  double t = NAN;
+  if (hi != decode_.end() && hi->first == DecodeKey{groups, most}) {
+    t = at(hi->second);
+  } else if (hi != decode_.begin() && hi != decode_.end() && hi->first.first == groups &&
+             std::prev(hi)->first.first == groups) {
+    const auto lo = std::prev(hi);
+    const double w = static_cast<double>(most - lo->first.second) / (hi->first.second - lo->first.second);
+    t = (1 - w) * at(lo->second) + w * at(hi->second);
+  }
+  // The table holds steps that ran straight after another; a wake-up is the structural fit's.
+  if (std::isfinite(t) && step.after_idle) t += (groups == 1 ? alone_ : grouped_)[6];
+  return t;
 }
 
 int64_t CalibratedCost::step_ns(const StepShape& step) const {
@@ -225,27 +261,26 @@ Calibration calibrate(const std::vector<ProfiledStep>& profile, int team) {
                                 std::to_string(many.size()) + " of several; " +
                                 (cuts ? "at least 8 of each are needed" : "at least 8 are needed (a team of one cuts none)"));
   Fit a = fit(one, team, false), g = cuts ? fit(many, team, true) : Fit{a.c, {}};
-  // The decode table: per batch size, a robust line in the slowest group's keys.
-  std::map<int64_t, std::vector<std::pair<double, double>>> by_size;  // n -> (keys, ns)
-  std::map<int64_t, std::vector<const ProfiledStep*>> of_size;
-  int64_t widest = 0;
+  // The decode table: per key, a robust line in the slowest group's keys,
+  // from the steps that ran straight after another.
+  std::map<DecodeKey, std::vector<std::pair<double, double>>> by_key;  // -> (keys, ns)
+  std::map<DecodeKey, std::vector<const ProfiledStep*>> of_key;
   for (const auto& p : profile)
-    if (decode_only(p.shape)) {
-      const int64_t n = p.shape.parts.size();
-      by_size[n].emplace_back(group_keys(p.shape, team), static_cast<double>(p.ns));
-      of_size[n].push_back(&p);
-      widest = std::max(widest, n);
+    if (decode_only(p.shape) && !p.shape.after_idle) {
+      const DecodeKey k = decode_key(p.shape, team);
+      by_key[k].emplace_back(group_keys(p.shape, team), static_cast<double>(p.ns));
+      of_key[k].push_back(&p);
     }
-  std::vector<DecodeLine> lines(widest + 1, DecodeLine{NAN, NAN});
+  DecodeTable lines;
   // A step is an outlier when the model that predicts it left it out.
   std::set<const ProfiledStep*> tabled, left_out;
-  for (const auto& [n, points] : by_size) {
+  for (const auto& [k, points] : by_key) {
     if (points.size() < kMinPerSize) continue;
     std::vector<bool> keep;
-    lines[n] = robust_line(points, keep);
+    lines[k] = robust_line(points, keep);
     for (size_t i = 0; i < points.size(); ++i) {
-      tabled.insert(of_size[n][i]);
-      if (!keep[i]) left_out.insert(of_size[n][i]);
+      tabled.insert(of_key[k][i]);
+      if (!keep[i]) left_out.insert(of_key[k][i]);
     }
   }
   for (const auto& [steps, f] : {std::pair{&one, &a}, std::pair{&many, &g}})

@@ -20,12 +20,15 @@
 // here (two threads share one memory bus and caches: measured per-batch
 // medians bend by 10-15% off any line). For them the profile is also kept
 // as a table, as Vidur keeps decode attention's (keyed on batch size and KV
-// length): for each batch size n profiled often enough, a line in the keys
-// the slowest group attends over; between profiled sizes the two nearest
-// lines are interpolated; past them, the structural model answers.
+// length): keyed on how the team splits the step (its groups, and the
+// sequences of the largest), a line in the keys the slowest group attends
+// over, for every key profiled often enough; between profiled keys the two
+// nearest lines are interpolated; past them, the structural model answers.
+// A step after an idle wait adds the structural fit's wake-up cost.
 #pragma once
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,27 +41,31 @@ namespace zl {
 // threads: [begin, end) ranges of shape.parts.
 std::vector<std::pair<size_t, size_t>> team_groups(const StepShape& shape, int team);
 
-// Coefficients, ns per unit: {overhead, per sample, per row, per key, per sequence, per logits row}.
-using StepCoefficients = std::array<double, 6>;
+// Coefficients, ns per unit: {overhead, per sample, per row, per key, per
+// sequence, per logits row, waking after an idle wait}.
+using StepCoefficients = std::array<double, 7>;
 
-// A decode-only step of n sequences: intercept + slope · the slowest group's keys.
+// A decode-only step of one key: intercept + slope · the slowest group's keys.
 struct DecodeLine {
   double intercept = 0, slope = 0;
+  double keys_lo = 0, keys_hi = 0;  // the keys it was fitted over: it does not answer far outside them
 };
+// (groups the team cuts the step into, sequences in the largest group).
+using DecodeKey = std::pair<int64_t, int64_t>;
+using DecodeTable = std::map<DecodeKey, DecodeLine>;
 
 class CalibratedCost : public StepCostModel {
  public:
-  // `decode_lines`: index n, a line for decode-only steps of n sequences, or
-  // none (intercept and slope NaN) where the profile had too few; empty: the
-  // structural model alone.
-  CalibratedCost(int team, StepCoefficients alone, StepCoefficients grouped, std::vector<DecodeLine> decode_lines = {})
+  // `decode_lines`: the decode table (keys the profile had too few steps of
+  // are absent); empty: the structural model alone.
+  CalibratedCost(int team, StepCoefficients alone, StepCoefficients grouped, DecodeTable decode_lines = {})
       : team_(team), alone_(alone), grouped_(grouped), decode_(std::move(decode_lines)) {}
   int64_t step_ns(const StepShape& step) const override;
   std::string kind() const override { return "calibrated"; }
   int team() const { return team_; }
   const StepCoefficients& alone() const { return alone_; }      // steps of one group
   const StepCoefficients& grouped() const { return grouped_; }  // steps of several
-  const std::vector<DecodeLine>& decode_lines() const { return decode_; }
+  const DecodeTable& decode_lines() const { return decode_; }
 
  private:
   // The structural model's figure.
@@ -68,7 +75,7 @@ class CalibratedCost : public StepCostModel {
 
   int team_;
   StepCoefficients alone_, grouped_;
-  std::vector<DecodeLine> decode_;
+  DecodeTable decode_;
 };
 
 struct ProfiledStep {

@@ -18,6 +18,10 @@ struct StepShape {
     bool samples = false;  // the step ends its known tokens, so a token is sampled (and reviewed, for sfvl)
   };
   std::vector<Part> parts;
+  // The step follows an idle wait: on this CPU the decode step's thread team
+  // has gone to sleep and its caches have cooled (models/spin_team.h), a
+  // cost of its own that a GPU would not have.
+  bool after_idle = false;
   int64_t tokens() const;        // Σ tokens
   int64_t prefill_tokens() const;  // Σ tokens of the parts with tokens > 1 or context == 0
   int64_t decodes() const;         // parts that are single-token decodes at context > 0

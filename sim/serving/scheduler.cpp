@@ -9,6 +9,7 @@ namespace zl {
 StepShape StepPlan::shape() const {
   StepShape s;
   for (const auto& p : parts) s.parts.push_back({p.tokens, p.start, p.samples});
+  s.after_idle = after_idle;
   return s;
 }
 

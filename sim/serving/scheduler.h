@@ -44,6 +44,7 @@ struct ScheduledPart {
 struct StepPlan {
   std::vector<ScheduledPart> parts;  // in slot order (the order a step feeds its rows)
   std::vector<int64_t> preempted;    // requests preempted while planning it
+  bool after_idle = false;           // set by the serving loop: the step follows an idle wait
   StepShape shape() const;
 };
 

@@ -18,18 +18,22 @@ ServeResult serve(const std::vector<ServeRequest>& requests, const SchedulerOpti
   size_t next = 0, finished = 0;
   int64_t now = requests.empty() ? 0 : requests.front().arrival_ns;
   std::vector<int64_t> dropped;
+  bool waited = false;
   while (finished < requests.size()) {
     for (; next < requests.size() && requests[next].arrival_ns <= now; ++next)
       scheduler.add(requests[next].id, requests[next].prompt.size(), requests[next].output_len);
     if (scheduler.idle()) {
       now = requests[next].arrival_ns;
       runner.wait_until(now);
+      waited = true;
       continue;
     }
     StepRecord rec;
     rec.running = scheduler.running();
     rec.waiting = scheduler.waiting();
     StepPlan plan = scheduler.schedule();
+    plan.after_idle = waited;
+    waited = false;
     rec.preempted = plan.preempted.size();
     rec.free_blocks = scheduler.free_blocks();
     if (plan.parts.empty()) throw std::logic_error("serve: the scheduler planned an empty step with requests pending");

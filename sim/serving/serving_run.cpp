@@ -58,10 +58,12 @@ Setup setup(OpenRun& run, RunRecord& r) {
   auto& m = r.metrics;
   m["serve_kv_blocks"] = static_cast<double>(out.sched.num_blocks);
   m["serve_kv_bytes_per_token"] = out.kv_bytes_per_token;
+  // sfvl: the simulator draws re-samples at the rate the profile saw (set
+  // there; the quality pass's trigger rate until then).
   if (out.how.hook) {
     auto rate = m.find("trigger_rate");
-    out.resample = {rate == m.end() || !std::isfinite(rate->second) ? 0.0 : rate->second, cfg.verify.drop,
-                    cfg.verify.max_retries};
+    if (rate != m.end() && std::isfinite(rate->second))
+      out.resample = {rate->second, cfg.verify.drop, cfg.verify.max_retries};
   }
   return out;
 }
@@ -79,11 +81,24 @@ ServeResult serve_real(OpenRun& run, const Setup& su, const std::vector<ServeReq
 // and once with a small token budget so that chunked prefills share steps
 // with decodes; then open loop, Poisson arrivals at three shares of the
 // closed loop's throughput, where single prompts join running batches.
-std::vector<ProfiledStep> profile(OpenRun& run, const Setup& su, uint64_t seed) {
-  std::vector<ProfiledStep> out;
+// With a hook (sfvl), also the share of sampled tokens its review took back
+// there: what the simulator draws re-samples at.
+struct Profile {
+  std::vector<ProfiledStep> steps;
+  int64_t samples = 0, fires = 0;
+};
+
+Profile profile(OpenRun& run, const Setup& su, uint64_t seed) {
+  Profile out;
   auto keep = [&](const ServeResult& res) {
-    for (size_t i = 1; i < res.steps.size(); ++i)  // the first step pays for packing the weights
-      out.push_back({res.steps[i].shape, res.steps[i].end_ns - res.steps[i].start_ns});
+    for (size_t i = 0; i < res.steps.size(); ++i) {
+      const StepRecord& st = res.steps[i];
+      for (size_t k = 0; k < st.shape.parts.size(); ++k) {
+        out.samples += st.shape.parts[k].samples;
+        out.fires += st.dropped[k] > 0;
+      }
+      if (i > 0) out.steps.push_back({st.shape, st.end_ns - st.start_ns});  // the first step pays for packing the weights
+    }
   };
   auto pass = [&](int64_t width, int64_t budget, double rate, int64_t requests, uint64_t k) {
     SchedulerOptions sched = su.sched;
@@ -97,9 +112,13 @@ std::vector<ProfiledStep> profile(OpenRun& run, const Setup& su, uint64_t seed) 
   };
   const int64_t widest = su.sched.max_num_seqs, budget = su.sched.max_num_batched_tokens;
   pass(2, budget, INFINITY, 6, 0);  // warm-up
-  std::vector<int64_t> widths;
-  for (int64_t b = 1; b < widest; b = b < 4 ? b + 1 : b * 3 / 2) widths.push_back(b);
+  // Every split of a batch over the team: one sequence (the team splits its
+  // products), then 1, 2, ... sequences on the most loaded thread.
+  std::vector<int64_t> widths{1};
+  const int64_t team = std::max(1, at::get_num_threads());
+  for (int64_t g = 1; g * team < widest; ++g) widths.push_back(std::max<int64_t>(2, g * team));
   widths.push_back(widest);
+  widths.erase(std::unique(widths.begin(), widths.end()), widths.end());
   double closed = 0;  // requests/s at the widest
   for (int64_t w : widths) {
     ServeResult res = pass(w, budget, INFINITY, std::max<int64_t>(3 * w, 6), w);
@@ -228,14 +247,18 @@ void serve_run(OpenRun& run, RunRecord& r) {
   }
 
   // Profile the real step, fit the cost model.
-  const auto prof = profile(run, su, seed);
-  Calibration cal = calibrate(prof, at::get_num_threads());
+  const Profile prof = profile(run, su, seed);
+  Calibration cal = calibrate(prof.steps, at::get_num_threads());
+  if (su.how.hook && prof.samples > 0) {
+    su.resample.rate = static_cast<double>(prof.fires) / prof.samples;
+    m["serve_resample_rate"] = su.resample.rate;
+  }
   m["serve_calibration_steps"] = static_cast<double>(cal.steps);
   m["serve_calibration_outliers"] = static_cast<double>(cal.outliers);
   m["serve_calibration_median_error"] = cal.median_abs_error;
   {
     std::vector<int64_t> tokens, parts, ns, predicted;
-    for (const auto& p : prof) {
+    for (const auto& p : prof.steps) {
       tokens.push_back(p.shape.tokens());
       parts.push_back(p.shape.parts.size());
       ns.push_back(p.ns);

