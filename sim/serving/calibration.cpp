@@ -72,16 +72,21 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// A step held up far past what its shape costs (the machine is shared: a
+// preempted thread, a page fault). Only these are left out of a fit: the
+// ordinary spread, skewed to the slow side, is what the real server's steps
+// have too, and a fit without it would predict them fast on average.
+bool is_stall(double ns, double predicted) { return predicted > 0 && (ns > 3 * predicted || ns < predicted / 3); }
+
 struct Fit {
   StepCoefficients c{};
   std::vector<bool> keep;  // per step: false for an outlier left out of the fit
 };
 
 // Least squares on `steps`, the slowest group chosen anew under each fit
-// (a few rounds settle it), then again without the outliers. The outliers
-// are judged twice: first against a fit the stalls themselves pulled (which
-// misjudges honest steps near them), then against the fit made without
-// them, which decides.
+// (a few rounds settle it), then again without the stalls. They are judged
+// twice: first against a fit the stalls themselves pulled, then against the
+// fit made without them, which decides.
 Fit fit(const std::vector<const ProfiledStep*>& steps, int team, bool grouped) {
   Fit out;
   std::vector<bool> keep(steps.size(), true);
@@ -97,18 +102,12 @@ Fit fit(const std::vector<const ProfiledStep*>& steps, int team, bool grouped) {
       y.push_back(static_cast<double>(steps[i]->ns));
     }
     out.c = least_squares(x, y);
-    if (round == 3 || round == 5) {  // drop outliers once the groups have settled
-      std::vector<double> res;
+    if (round == 3 || round == 5) {  // drop stalls once the groups have settled
       for (size_t i = 0; i < steps.size(); ++i) {
         const StepShape& s = steps[i]->shape;
         Features f = grouped ? slowest_group(s, team, out.c) : step_features(work(s, 0, s.parts.size()), s);
-        res.push_back(steps[i]->ns - predict(out.c, f));
+        keep[i] = !is_stall(steps[i]->ns, predict(out.c, f));
       }
-      std::vector<double> dev;
-      const double mid = median(res);
-      for (double r : res) dev.push_back(std::abs(r - mid));
-      const double mad = 1.4826 * median(dev);
-      for (size_t i = 0; i < steps.size(); ++i) keep[i] = std::abs(res[i] - mid) <= 4 * mad;
     }
   }
   out.keep = keep;
@@ -141,9 +140,9 @@ double group_keys(const StepShape& s, int team) {
 // Decode-only steps of one key needed for a line of their own.
 constexpr size_t kMinPerSize = 12;
 
-// Least squares ns ≈ a + b·keys, then again without the points past 4 robust
-// deviations. A size profiled at a single context gets a flat line.
-DecodeLine robust_line(const std::vector<std::pair<double, double>>& points, std::vector<bool>& keep) {
+// Least squares ns ≈ a + b·keys, then again without the stalls. A key
+// profiled at a single context gets a flat line.
+DecodeLine line_without_stalls(const std::vector<std::pair<double, double>>& points, std::vector<bool>& keep) {
   auto solve = [](const std::vector<std::pair<double, double>>& pts) {
     double mx = 0, my = 0;
     for (auto [x, y] : pts) mx += x, my += y;
@@ -157,37 +156,27 @@ DecodeLine robust_line(const std::vector<std::pair<double, double>>& points, std
     for (auto [x, y] : pts) lo = std::min(lo, x), hi = std::max(hi, x);
     return DecodeLine{my - b * mx, b, lo, hi};
   };
-  // Stalls first (the machine is shared: a step held up several times its
-  // length), judged against the key's median, which they cannot pull as
-  // they pull a line fitted through a dozen points; then the line's own outliers.
+  // Stalls out (is_stall), judged first against the key's median (a line
+  // through a dozen points, one a stall, would lean towards it), then
+  // against the line through the rest.
+  keep.assign(points.size(), true);
   std::vector<double> ns;
   for (auto [x, y] : points) ns.push_back(y);
-  const double typical = median(ns);
-  keep.assign(points.size(), true);
-  auto kept_points = [&] {
-    std::vector<std::pair<double, double>> kept;
-    for (size_t i = 0; i < points.size(); ++i)
+  DecodeLine l{median(ns), 0, 0, 0};
+  std::vector<std::pair<double, double>> kept;
+  for (int round = 0; round < 2; ++round) {
+    kept.clear();
+    for (size_t i = 0; i < points.size(); ++i) {
+      keep[i] = !is_stall(points[i].second, l.intercept + l.slope * points[i].first);
       if (keep[i]) kept.push_back(points[i]);
-    return kept;
-  };
-  for (size_t i = 0; i < points.size(); ++i) keep[i] = points[i].second <= 2 * typical && points[i].second >= typical / 2;
-  DecodeLine l = solve(kept_points());
-  std::vector<double> res, dev;
-  for (size_t i = 0; i < points.size(); ++i)
-    if (keep[i]) res.push_back(points[i].second - l.intercept - l.slope * points[i].first);
-  const double mid = median(res);
-  for (double r : res) dev.push_back(std::abs(r - mid));
-  // A step within 8% of the line is never an outlier: a line per key is
-  // itself an approximation of a few per cent.
-  const double mad = std::max(1.4826 * median(dev), 0.02 * typical);
-  for (size_t i = 0; i < points.size(); ++i)
-    keep[i] = keep[i] && std::abs(points[i].second - l.intercept - l.slope * points[i].first - mid) <= 4 * mad;
-  const auto kept = kept_points();
-  if (kept.size() < 2) {
-    keep.assign(points.size(), true);
-    return l;
+    }
+    if (kept.size() < 2) {
+      keep.assign(points.size(), true);
+      return l;
+    }
+    l = solve(kept);
   }
-  return solve(kept);
+  return l;
 }
 
 }  // namespace
@@ -261,7 +250,7 @@ Calibration calibrate(const std::vector<ProfiledStep>& profile, int team) {
                                 std::to_string(many.size()) + " of several; " +
                                 (cuts ? "at least 8 of each are needed" : "at least 8 are needed (a team of one cuts none)"));
   Fit a = fit(one, team, false), g = cuts ? fit(many, team, true) : Fit{a.c, {}};
-  // The decode table: per key, a robust line in the slowest group's keys,
+  // The decode table: per key, a line in the slowest group's keys,
   // from the steps that ran straight after another.
   std::map<DecodeKey, std::vector<std::pair<double, double>>> by_key;  // -> (keys, ns)
   std::map<DecodeKey, std::vector<const ProfiledStep*>> of_key;
@@ -277,7 +266,7 @@ Calibration calibrate(const std::vector<ProfiledStep>& profile, int team) {
   for (const auto& [k, points] : by_key) {
     if (points.size() < kMinPerSize) continue;
     std::vector<bool> keep;
-    lines[k] = robust_line(points, keep);
+    lines[k] = line_without_stalls(points, keep);
     for (size_t i = 0; i < points.size(); ++i) {
       tabled.insert(of_key[k][i]);
       if (!keep[i]) left_out.insert(of_key[k][i]);

@@ -14,7 +14,7 @@
 // a cost per sampled token (sampling, and sfvl's review). So two sets of
 // coefficients are fitted: one for steps of one group (team mode) and
 // one for steps of several (the slowest group's), each by least squares,
-// with outliers past 4 robust deviations left out (this machine is shared).
+// with stalls (steps over 3x what the fit gives their shape) left out.
 //
 // Decode-only steps, most of a served run, are not linear in their batch
 // here (two threads share one memory bus and caches: measured per-batch
