@@ -34,7 +34,7 @@ def validation_table(path):
     if loads.empty:
         raise SystemExit(f"{path}: no served runs (serve.enabled) in this file")
     rows = []
-    for (variant, load), group in loads.groupby(["variant", "load"], sort=True):
+    for (variant, load), group in loads.groupby(["variant", "load"], sort=True, dropna=False):
         sides = {side: g for side, g in group.groupby("side")}
         if "measured" not in sides or "simulated" not in sides:
             continue
@@ -54,12 +54,26 @@ def markdown(rows):
     return "\n".join(out)
 
 
+def wide_markdown(rows):
+    """One row per variant and load; each figure as "predicted / measured (error)"."""
+    names = [name for _, name in FIGURES]
+    out = ["| variant | load | " + " | ".join(names) + " |", "| --- | ---: |" + " ---: |" * len(names)]
+    cells = {}
+    for r in rows:
+        cells.setdefault((r["variant"], r["load"]), {})[r["figure"]] = r
+    for (variant, load), by in cells.items():
+        out.append(f"| {variant} | {load:.2f} | " + " | ".join(
+            f"{by[n]['predicted']:.3g} / {by[n]['measured']:.3g} ({by[n]['error_pct']:+.1f}%)" for n in names) + " |")
+    return "\n".join(out)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results", nargs="?", help="a served study's results.h5")
     ap.add_argument("--run", help="run this study file first (zerolayer ablate), then read its results")
     ap.add_argument("--zerolayer", default=os.path.join(ROOT, "build", "zerolayer"))
     ap.add_argument("--tolerance", type=float, default=10.0, help="largest |error| in %% that passes")
+    ap.add_argument("--wide", action="store_true", help="one row per variant and load (the README's table)")
     args = ap.parse_args()
     path = args.results
     if args.run:
@@ -70,7 +84,9 @@ def main():
     if not path:
         ap.error("give a results file or --run STUDY")
     rows = validation_table(path)
-    print(markdown(rows))
+    if not rows:
+        raise SystemExit(f"{path}: no run has both measured and simulated figures (run serve-bench, not simulate)")
+    print(wide_markdown(rows) if args.wide else markdown(rows))
     worst = max(rows, key=lambda r: abs(r["error_pct"]))
     within = sum(abs(r["error_pct"]) <= args.tolerance for r in rows)
     print(f"\n{within}/{len(rows)} cells within ±{args.tolerance:g}%; worst {worst['error_pct']:+.1f}% "
