@@ -13,6 +13,8 @@
 
 namespace zl {
 
+// `kv_bytes_per_token`: what the variant's cache holds per token, as a large
+// model's would (sim/serving/serving_run.cpp, projected_kv_bytes).
 void project(OpenRun& run, const ResampleModel& resample, double kv_bytes_per_token, const EvictionOptions& eviction,
              RunRecord& r);
 

@@ -21,8 +21,22 @@ struct Setup {
   std::vector<std::vector<int32_t>> prompts;  // the run's prompts, cut to leave room for the output
   int64_t output_len = 0;
   double kv_bytes_per_token = 0;  // this variant's cache, measured from its tensors
+  double kv_bytes_projected = 0;  // what a large model's cache would hold per token (projected_kv_bytes)
   ResampleModel resample;         // sfvl: what the simulator draws
 };
+
+// Bytes per token a projection carries to a large model: the cache's own,
+// except fused's attn_mass, kept here as running column sums of every query
+// over every key ([H, capacity] per token, so that a rollback is exact) where
+// a serving system keeps one accumulated score per key and head, as H2O does
+// (H values per token): an implementation cost of this simulator that grows
+// with the context, not a property of the method.
+double projected_kv_bytes(const KVCache& cache) {
+  double bytes = cache.bytes_per_token();
+  for (const auto& l : cache.layers)
+    if (l.mass.defined()) bytes -= (l.mass.size(3) - 1) * l.mass.size(1) * l.mass.element_size();
+  return bytes;
+}
 
 Setup setup(OpenRun& run, RunRecord& r) {
   const RunConfig& cfg = run.cfg;
@@ -43,7 +57,9 @@ Setup setup(OpenRun& run, RunRecord& r) {
   // The KV budget in bytes is the same for every variant of a shape; what a
   // variant's token costs decides how many blocks it buys.
   const ModelConfig& mc = run.model->cfg;
-  out.kv_bytes_per_token = run.model->make_cache(1, 0, out.how.opt.eviction).bytes_per_token();
+  const KVCache probe = run.model->make_cache(1, 0, out.how.opt.eviction);
+  out.kv_bytes_per_token = probe.bytes_per_token();
+  out.kv_bytes_projected = projected_kv_bytes(probe);
   const double baseline_bytes = 2.0 * mc.layers * mc.dim * sizeof(float);
   const double budget = s.kv_budget_mb > 0 ? s.kv_budget_mb * 1e6 : s.max_num_seqs * mc.context * baseline_bytes;
   out.sched.block_size = s.block_size;
@@ -58,6 +74,7 @@ Setup setup(OpenRun& run, RunRecord& r) {
   auto& m = r.metrics;
   m["serve_kv_blocks"] = static_cast<double>(out.sched.num_blocks);
   m["serve_kv_bytes_per_token"] = out.kv_bytes_per_token;
+  m["projected_kv_bytes_ratio"] = out.kv_bytes_projected / baseline_bytes;
   // sfvl: the simulator draws re-samples at the rate the profile saw (set
   // there; the quality pass's trigger rate until then).
   if (out.how.hook) {
@@ -218,7 +235,7 @@ void serve_run(OpenRun& run, RunRecord& r) {
     if (cfg.output.verbosity > 0)
       std::fprintf(stderr, "note: variant %s is not served here (%s); projected only\n", cfg.variant.c_str(),
                    su.how.unsupported.c_str());
-    project(run, su.resample, su.kv_bytes_per_token, su.how.opt.eviction, r);
+    project(run, su.resample, su.kv_bytes_projected, su.how.opt.eviction, r);
     return;
   }
 
@@ -334,7 +351,7 @@ void serve_run(OpenRun& run, RunRecord& r) {
     m["serve_max_rate_slo"] = max_rate_meeting(
         cal.cost, su.resample, [&](double rate) { return workload(rate, 0); }, su.sched, slo, s.slo_attainment, cap, seed);
   }
-  project(run, su.resample, su.kv_bytes_per_token, su.how.opt.eviction, r);
+  project(run, su.resample, su.kv_bytes_projected, su.how.opt.eviction, r);
 }
 
 }  // namespace zl
