@@ -24,8 +24,6 @@ ServingEngine::ServingEngine(Transformer model, const std::vector<ServeRequest>&
   start();
 }
 
-int ServingEngine::team() const { return at::get_num_threads(); }
-
 void ServingEngine::start() { t0_ = std::chrono::steady_clock::now(); }
 
 int64_t ServingEngine::now_ns() const {

@@ -30,7 +30,6 @@ class ServingEngine : public StepRunner {
   void wait_until(int64_t ns) override;
   // Starts the clock: the first arrival is now.
   void start();
-  int team() const;
   // Request `id`'s prompt and the tokens it has kept so far.
   const std::vector<int32_t>& tokens(int64_t id) const { return tokens_.at(id); }
   // Seconds the hook spent reviewing.

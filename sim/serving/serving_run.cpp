@@ -143,7 +143,7 @@ Profile profile(OpenRun& run, const Setup& su, uint64_t seed) {
     if (w == widest) closed = serving_metrics(res.requests, Slo{}).request_throughput;
   }
   keep(pass(std::min<int64_t>(4, widest), std::max<int64_t>(8, budget / 8), INFINITY, 12, 101));
-  for (double share : {0.25, 0.6, 1.0}) keep(pass(widest, budget, share * closed, 60, 200 + share * 100));
+  for (double share : {0.25, 0.6, 1.0}) keep(pass(widest, budget, share * closed, 40, 200 + share * 100));
   return out;
 }
 
