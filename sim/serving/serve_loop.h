@@ -27,7 +27,7 @@ class StepRunner {
   // dropped[i], the newest tokens part i's review took back (sfvl; else 0).
   virtual int64_t run(const StepPlan& plan, int64_t start_ns, std::vector<int64_t>& dropped) = 0;
   // Nothing to run until `ns` (the next arrival): the real server waits for it.
-  virtual void wait_until(int64_t ns) {}
+  virtual void wait_until(int64_t /*ns*/) {}
 };
 
 // One step as it ran.
