@@ -147,6 +147,57 @@ Profile profile(OpenRun& run, const Setup& su, uint64_t seed) {
   return out;
 }
 
+// serve.trace's requests, each prompt tokenised and cut, as a decode cuts
+// it, to leave room for its output.
+std::vector<ServeRequest> read_run_trace(OpenRun& run, const Setup& su) {
+  const RunConfig& cfg = run.cfg;
+  auto trace = read_trace(cfg.serve.trace, [&](const std::string& text) {
+    auto t = run.data.tokenizer->encode(text);
+    DecodeOptions cut = run.opt;
+    cut.max_new_tokens = su.output_len;
+    const size_t keep = kept_prompt_tokens(t.size(), cfg.model.context, cut);
+    return std::vector<int32_t>(t.end() - keep, t.end());
+  });
+  for (const auto& q : trace)
+    if (q.output_len + 1 > cfg.model.context)
+      throw std::runtime_error(cfg.serve.trace + ": request " + std::to_string(q.id) + " asks for " +
+                               std::to_string(q.output_len) + " tokens, more than model.context " +
+                               std::to_string(cfg.model.context) + " holds");
+  return trace;
+}
+
+// The step's cost model fitted to a fresh profile of the real server, and
+// (with a hook) the rate its review took tokens back at there.
+struct Calibrated {
+  Calibration cal;
+  ResampleModel resample;
+};
+
+Calibrated calibrate_now(OpenRun& run, const Setup& su, uint64_t seed, Profile* kept = nullptr) {
+  Profile prof = profile(run, su, seed);
+  Calibrated out{calibrate(prof.steps, at::get_num_threads()), su.resample};
+  if (su.how.hook && prof.samples > 0) out.resample.rate = static_cast<double>(prof.fires) / prof.samples;
+  if (kept) *kept = std::move(prof);
+  return out;
+}
+
+// serve/profile: each profiled step's size, duration and the fit's figure.
+Table profile_table(const Profile& prof, const StepCostModel& cost) {
+  std::vector<int64_t> tokens, parts, ns, predicted;
+  for (const auto& p : prof.steps) {
+    tokens.push_back(p.shape.tokens());
+    parts.push_back(p.shape.parts.size());
+    ns.push_back(p.ns);
+    predicted.push_back(cost.step_ns(p.shape));
+  }
+  Table t;
+  t.add("tokens", tokens);
+  t.add("parts", parts);
+  t.add("ns", ns);
+  t.add("predicted_ns", predicted);
+  return t;
+}
+
 // Rows of serve/loads.
 struct LoadRows {
   std::vector<std::string> side;
@@ -240,20 +291,7 @@ void serve_run(OpenRun& run, RunRecord& r) {
   }
 
   // The workloads: a trace, or synthetic arrivals at each rate.
-  std::vector<ServeRequest> trace;
-  if (!s.trace.empty()) {
-    trace = read_trace(s.trace, [&](const std::string& text) {
-      auto t = run.data.tokenizer->encode(text);
-      DecodeOptions cut = run.opt;
-      cut.max_new_tokens = su.output_len;
-      const size_t keep = kept_prompt_tokens(t.size(), cfg.model.context, cut);
-      return std::vector<int32_t>(t.end() - keep, t.end());
-    });
-    for (const auto& q : trace)
-      if (q.output_len + 1 > cfg.model.context)
-        throw std::runtime_error(s.trace + ": request " + std::to_string(q.id) + " asks for " + std::to_string(q.output_len) +
-                                 " tokens, more than model.context " + std::to_string(cfg.model.context) + " holds");
-  }
+  const std::vector<ServeRequest> trace = s.trace.empty() ? std::vector<ServeRequest>{} : read_run_trace(run, su);
   {  // Every request must fit the KV budget alone: say so before serving anything.
     Scheduler check(su.sched);
     int64_t id = 0;
@@ -263,38 +301,15 @@ void serve_run(OpenRun& run, RunRecord& r) {
       for (const auto& p : su.prompts) check.add(id++, p.size(), su.output_len);
   }
 
-  // Profile the real step, fit the cost model (and, with a hook, the rate
-  // its review takes tokens back at).
-  auto calibrated = [&](uint64_t salt, Profile* kept) {
-    Profile prof = profile(run, su, seed + salt);
-    Calibration c = calibrate(prof.steps, at::get_num_threads());
-    ResampleModel resample = su.resample;
-    if (su.how.hook && prof.samples > 0) resample.rate = static_cast<double>(prof.fires) / prof.samples;
-    if (kept) *kept = std::move(prof);
-    return std::pair{c, resample};
-  };
   Profile prof;
-  auto [cal, resample] = calibrated(0, &prof);
-  su.resample = resample;
+  const Calibrated first = calibrate_now(run, su, seed, &prof);
+  const Calibration& cal = first.cal;
+  su.resample = first.resample;
   if (su.how.hook) m["serve_resample_rate"] = su.resample.rate;
   m["serve_calibration_steps"] = static_cast<double>(cal.steps);
   m["serve_calibration_outliers"] = static_cast<double>(cal.outliers);
   m["serve_calibration_median_error"] = cal.median_abs_error;
-  {
-    std::vector<int64_t> tokens, parts, ns, predicted;
-    for (const auto& p : prof.steps) {
-      tokens.push_back(p.shape.tokens());
-      parts.push_back(p.shape.parts.size());
-      ns.push_back(p.ns);
-      predicted.push_back(cal.cost.step_ns(p.shape));
-    }
-    Table t;
-    t.add("tokens", tokens);
-    t.add("parts", parts);
-    t.add("ns", ns);
-    t.add("predicted_ns", predicted);
-    r.tables["serve/profile"] = t;
-  }
+  r.tables["serve/profile"] = profile_table(prof, cal.cost);
 
   auto workload = [&](double rate, uint64_t k) {
     ArrivalOptions a;
@@ -330,18 +345,18 @@ void serve_run(OpenRun& run, RunRecord& r) {
     // predicted its light load's TPOT 17% fast). So before each measured
     // load after the first the real step is profiled again, on workloads of
     // its own seeds, and that load is predicted from the machine as it is then.
-    auto [here, here_resample] = k == 0 || !s.measure ? std::pair{cal, su.resample} : calibrated(1000 * k, nullptr);
+    const Calibrated here = k == 0 || !s.measure ? first : calibrate_now(run, su, seed + 1000 * k);
     if (s.measure) {
       ServeResult real = serve_real(run, su, requests, su.sched, seed + 7 * k);
       rows.add("measured", loads[k], rates[k], serving_metrics(real.requests, slo));
       for (auto& st : real.steps) {
-        step_predicted.push_back(here.cost.step_ns(st.shape));
+        step_predicted.push_back(here.cal.cost.step_ns(st.shape));
         measured_steps.push_back(std::move(st));
         step_load.push_back(loads[k]);
       }
     }
     rows.add("simulated", loads[k], rates[k],
-             serving_metrics(simulate(here.cost, here_resample, requests, su.sched, seed + 7 * k).requests, slo));
+             serving_metrics(simulate(here.cal.cost, here.resample, requests, su.sched, seed + 7 * k).requests, slo));
   }
   r.tables["serve/loads"] = rows.table();
   if (cfg.output.verbosity > 0) print_loads(cfg.variant, rows);
