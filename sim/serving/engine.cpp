@@ -18,7 +18,6 @@ ServingEngine::ServingEngine(Transformer model, const std::vector<ServeRequest>&
   tokens_.resize(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) tokens_[i] = requests[i].prompt;
   rows_.resize(max_num_seqs);
-  row_request_.assign(max_num_seqs, -1);
   temperature_.assign(max_num_seqs, opt_.sampling.temperature);
   if (hook_) hook_->begin_batch(max_num_seqs);
   start();
@@ -53,7 +52,6 @@ int64_t ServingEngine::run(const StepPlan& plan, int64_t start_ns, std::vector<i
     const auto& p = plan.parts[i];
     if (p.fresh_slot) {
       reset_row(p.slot);
-      row_request_[p.slot] = p.request;
       temperature_[p.slot] = opt_.sampling.temperature;
       if (hook_) hook_->begin_sequence(p.slot, requests_[p.request].prompt.size());
     }
@@ -75,7 +73,7 @@ int64_t ServingEngine::run(const StepPlan& plan, int64_t start_ns, std::vector<i
     for (size_t s = 0; s < sampling.size(); ++s) tokens_[plan.parts[sampling[s]].request].push_back(id[s]);
   }
   if (hook_ && !sampling.empty()) {
-    const auto t = std::chrono::steady_clock::now();
+    const auto review_start = std::chrono::steady_clock::now();
     std::vector<bool> active(rows_.size(), false);
     for (size_t i : sampling) {
       const auto& p = plan.parts[i];
@@ -95,7 +93,7 @@ int64_t ServingEngine::run(const StepPlan& plan, int64_t start_ns, std::vector<i
       cache_.truncate(p.slot, static_cast<int64_t>(t.size()) - 1);  // the newest kept token is fed again
       dropped[i] = d;
     }
-    hook_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+    hook_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - review_start).count();
   }
   return now_ns();
 }

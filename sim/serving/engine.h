@@ -48,7 +48,6 @@ class ServingEngine : public StepRunner {
   at::Generator gen_;
   std::vector<std::vector<int32_t>> tokens_;  // per request: prompt + kept output tokens
   std::vector<std::vector<int32_t>> rows_;    // per cache row, for the hook: its request's tokens while it reviews
-  std::vector<int64_t> row_request_;          // the request in each row (-1: none)
   std::vector<double> temperature_;           // per row: the next sample's (a re-sample's is hotter)
   std::chrono::steady_clock::time_point t0_;
   double hook_seconds_ = 0;
