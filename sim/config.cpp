@@ -636,26 +636,27 @@ std::string canonical(const RunConfig& cfg, bool training_only) {
 }
 }  // namespace
 
-std::vector<double> number_list(const std::string& text) {
-  std::vector<double> out;
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
   std::stringstream in(text);
   for (std::string item; std::getline(in, item, ',');) {
-    item.erase(0, item.find_first_not_of(" \t"));
-    item.erase(item.find_last_not_of(" \t") + 1);
-    if (item == "inf") out.push_back(std::numeric_limits<double>::infinity());
-    else out.push_back(parse_float(item));
+    const size_t first = item.find_first_not_of(" \t\r");
+    out.push_back(first == std::string::npos ? "" : item.substr(first, item.find_last_not_of(" \t\r") - first + 1));
   }
+  return out;
+}
+
+std::vector<double> number_list(const std::string& text) {
+  std::vector<double> out;
+  for (const auto& item : split_list(text))
+    out.push_back(item == "inf" ? std::numeric_limits<double>::infinity() : parse_float(item));
   return out;
 }
 
 std::vector<std::string> name_list(const std::string& text) {
   std::vector<std::string> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
-    item.erase(0, item.find_first_not_of(" \t"));
-    item.erase(item.find_last_not_of(" \t") + 1);
-    if (!item.empty()) out.push_back(item);
-  }
+  for (auto& item : split_list(text))
+    if (!item.empty()) out.push_back(std::move(item));
   return out;
 }
 

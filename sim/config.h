@@ -310,10 +310,13 @@ std::string to_ini(const RunConfig& cfg);
 // std::invalid_argument naming the text otherwise.
 bool parse_bool(const std::string& s);
 
+// A comma list, each item trimmed: "1, 2,3" -> {"1","2","3"} (a grid's
+// values, a list-valued key).
+std::vector<std::string> split_list(const std::string& text);
 // A comma list of numbers ("inf" read as infinity); throws
 // std::invalid_argument naming the item that is not one.
 std::vector<double> number_list(const std::string& text);
-// A comma list of names, spaces trimmed, empty items dropped.
+// A comma list of names, empty items dropped.
 std::vector<std::string> name_list(const std::string& text);
 
 // Identity: a hash of the keys that are not output settings (run_id), and of

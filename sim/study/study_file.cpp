@@ -60,14 +60,6 @@ std::string dotted(const std::string& section, const std::string& key) {
 
 }  // namespace
 
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) out.push_back(trim(item));
-  return out;
-}
-
 Study parse_study(const std::string& text, const std::string& path, const Overrides& overrides) {
   Study s;
   s.path = path;

@@ -40,6 +40,4 @@ Study load_study(const std::string& path, const Overrides& overrides);
 // Parses INI text (the `path` only names it in errors); for tests.
 Study parse_study(const std::string& text, const std::string& path, const Overrides& overrides);
 
-std::vector<std::string> split_list(const std::string& text);  // "1, 2,3" -> {"1","2","3"}
-
 }  // namespace zl
