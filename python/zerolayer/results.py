@@ -82,14 +82,15 @@ def checkpoint_dir(path, run_id):
     return d
 
 
-def load_events(path, run_ids=None):
-    """Every run's decode/events table, concatenated with run_id, variant and
-    seed columns. Empty (with the documented columns) when no run logged events."""
+def _per_run_table(path, name, columns=(), run_ids=None):
+    """Table `name` of every run (or of `run_ids`) that has it, concatenated
+    with run_id, variant and seed columns first; empty with those and
+    `columns` when none has it."""
     index = load_index(path).set_index("run_id")
     frames = []
     with h5py.File(path, "r") as f:
         for rid in (index.index if run_ids is None else run_ids):
-            node = f.get(f"runs/{rid}/decode/events")
+            node = f.get(f"runs/{rid}/{name}")
             if isinstance(node, h5py.Dataset) and node.dtype.names:
                 df = _decode_frame(pd.DataFrame(node[:]))
                 df.insert(0, "run_id", rid)
@@ -97,8 +98,14 @@ def load_events(path, run_ids=None):
                 df.insert(2, "seed", index.at[rid, "seed"])
                 frames.append(df)
     if not frames:
-        return pd.DataFrame(columns=["run_id", "variant", "seed", *EVENT_COLUMNS])
+        return pd.DataFrame(columns=["run_id", "variant", "seed", *columns])
     return pd.concat(frames, ignore_index=True)
+
+
+def load_events(path, run_ids=None):
+    """Every run's decode/events table, concatenated with run_id, variant and
+    seed columns. Empty (with the documented columns) when no run logged events."""
+    return _per_run_table(path, "decode/events", EVENT_COLUMNS, run_ids)
 
 
 SERVING_TABLES = ("loads", "steps", "profile", "projected")
@@ -118,20 +125,7 @@ def load_serving(path, table="loads"):
     Empty when no run was served."""
     if table not in SERVING_TABLES:
         raise ValueError(f"table must be one of {SERVING_TABLES}, got {table!r}")
-    index = load_index(path).set_index("run_id")
-    frames = []
-    with h5py.File(path, "r") as f:
-        for rid in index.index:
-            node = f.get(f"runs/{rid}/serve/{table}")
-            if isinstance(node, h5py.Dataset) and node.dtype.names:
-                df = _decode_frame(pd.DataFrame(node[:]))
-                df.insert(0, "run_id", rid)
-                df.insert(1, "variant", index.at[rid, "variant"])
-                df.insert(2, "seed", index.at[rid, "seed"])
-                frames.append(df)
-    if not frames:
-        return pd.DataFrame(columns=["run_id", "variant", "seed"])
-    return pd.concat(frames, ignore_index=True)
+    return _per_run_table(path, f"serve/{table}")
 
 
 def load_claims(path, known_methods=False):
