@@ -3,21 +3,9 @@
 #pragma once
 #include <torch/torch.h>
 
-#include <exception>
-#include <functional>
-#include <string>
+#include "tests/cpp/message_of.h"
 
 namespace zl {
-
-// The message of the std::exception `f` throws; "" when it throws none.
-inline std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // The largest elementwise difference |a - b|.
 inline float max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<float>(); }

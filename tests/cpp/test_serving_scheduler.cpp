@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "sim/serving/scheduler.h"
+#include "tests/cpp/message_of.h"
+#include "tests/cpp/scheduler_options.h"
 
 namespace {
 
@@ -20,23 +22,8 @@ using zl::SchedulerOptions;
 using zl::ScheduledPart;
 using zl::StepPlan;
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
-SchedulerOptions options(int64_t block_size, int64_t num_blocks, int64_t max_num_seqs, int64_t max_num_batched_tokens) {
-  SchedulerOptions o;
-  o.block_size = block_size;
-  o.num_blocks = num_blocks;
-  o.max_num_seqs = max_num_seqs;
-  o.max_num_batched_tokens = max_num_batched_tokens;
-  return o;
-}
+using zl::message_of;
+using zl::scheduler_options;
 
 // Plans a step and completes it with nothing dropped; `finished` gets the
 // requests that finished with it.
@@ -60,7 +47,7 @@ void expect_part(const ScheduledPart& p, int64_t request, int64_t slot, int64_t 
 
 TEST(ServingScheduler, RunningFirstThenWaitingInArrivalOrderWithinBudgetAndSeqs) {
   // Budget 10 tokens a step, 3 rows, blocks plentiful.
-  Scheduler s(options(4, 100, 3, 10));
+  Scheduler s(scheduler_options(4, 100, 3, 10));
   s.add(0, 6, 3);
   s.add(1, 6, 3);
   s.add(2, 3, 2);
@@ -117,7 +104,7 @@ TEST(ServingScheduler, AdmissionStopsAtTheFirstRequestThatDoesNotFit) {
   // 4 blocks of 4. Request 1 (3 blocks) cannot come in beside request 0 (2
   // blocks, 3 later); request 2 (1 block) could, but arrived after it and
   // waits its turn (vLLM stops at the first waiting request it cannot place).
-  Scheduler s(options(4, 4, 4, 64));
+  Scheduler s(scheduler_options(4, 4, 4, 64));
   s.add(0, 8, 4);
   s.add(1, 12, 1);
   s.add(2, 2, 1);
@@ -138,7 +125,7 @@ TEST(ServingScheduler, AdmissionStopsAtTheFirstRequestThatDoesNotFit) {
 }
 
 TEST(ServingScheduler, LongPromptIsChunkedToTheBudgetAndSamplesOnlyAtItsEnd) {
-  Scheduler s(options(16, 100, 4, 10));
+  Scheduler s(scheduler_options(16, 100, 4, 10));
   s.add(0, 25, 2);
   StepPlan p = step(s);
   ASSERT_EQ(p.parts.size(), 1u);
@@ -155,7 +142,7 @@ TEST(ServingScheduler, LongPromptIsChunkedToTheBudgetAndSamplesOnlyAtItsEnd) {
 }
 
 TEST(ServingScheduler, ShapeCarriesTokensContextAndSampling) {
-  Scheduler s(options(16, 100, 4, 10));
+  Scheduler s(scheduler_options(16, 100, 4, 10));
   s.add(0, 3, 4);
   s.add(1, 12, 4);
   step(s);                        // 0: 3 tokens; 1: a chunk of 7
@@ -174,7 +161,7 @@ TEST(ServingScheduler, ShapeCarriesTokensContextAndSampling) {
 }
 
 TEST(ServingScheduler, BlocksRoundUpAndAreCappedForAnEvictingCache) {
-  Scheduler plain(options(16, 10, 4, 64));
+  Scheduler plain(scheduler_options(16, 10, 4, 64));
   EXPECT_EQ(plain.blocks_for(0), 0);
   EXPECT_EQ(plain.blocks_for(1), 1);
   EXPECT_EQ(plain.blocks_for(16), 1);
@@ -183,7 +170,7 @@ TEST(ServingScheduler, BlocksRoundUpAndAreCappedForAnEvictingCache) {
 
   // An evicting cache holding 20 tokens writes the 21st before it evicts:
   // ceil(21 / 16) = 2 blocks however long the request, 3 with a cap of 32.
-  SchedulerOptions o = options(16, 2, 4, 64);
+  SchedulerOptions o = scheduler_options(16, 2, 4, 64);
   o.held_token_cap = 20;
   Scheduler capped(o);
   EXPECT_EQ(capped.blocks_for(16), 1);
@@ -207,12 +194,12 @@ TEST(ServingScheduler, BlocksRoundUpAndAreCappedForAnEvictingCache) {
   EXPECT_EQ(finished, (std::vector<int64_t>{0}));
   EXPECT_EQ(capped.free_blocks(), 2);
   EXPECT_EQ(capped.preemptions(0), 0);
-  Scheduler uncapped(options(16, 2, 4, 64));
+  Scheduler uncapped(scheduler_options(16, 2, 4, 64));
   EXPECT_THROW(uncapped.add(0, 100, 50), std::invalid_argument);
 }
 
 TEST(ServingScheduler, FreeBlocksFollowTheCacheAndAllComeBack) {
-  Scheduler s(options(4, 20, 4, 64));
+  Scheduler s(scheduler_options(4, 20, 4, 64));
   s.add(0, 5, 4);  // 5 tokens: 2 blocks
   s.add(1, 8, 2);  // 8 tokens: 2 blocks
   step(s);
@@ -232,7 +219,7 @@ TEST(ServingScheduler, FreeBlocksFollowTheCacheAndAllComeBack) {
 TEST(ServingScheduler, PreemptsTheLatestAdmittedAndRecomputesIt) {
   // 4 blocks of 4 tokens; each request needs 3 over its life (4 + 8 tokens
   // fed), so two fit together only until both pass 8 tokens.
-  Scheduler s(options(4, 4, 4, 64));
+  Scheduler s(scheduler_options(4, 4, 4, 64));
   s.add(0, 4, 9);
   s.add(1, 4, 9);
   // Steps 1-5: both prefill (1 block each), then decode; after step 5 each
@@ -287,7 +274,7 @@ TEST(ServingScheduler, NothingIsAdmittedInAStepThatPreempted) {
   // As above, but a budget of 4 tokens a step, so that request 1 is admitted
   // later and chunked, and when it is preempted the 3 tokens of budget left
   // would let its first chunk (1 block) back in at once: vLLM does not.
-  Scheduler s(options(4, 4, 4, 4));
+  Scheduler s(scheduler_options(4, 4, 4, 4));
   s.add(0, 4, 9);
   s.add(1, 4, 9);
   StepPlan p = step(s);  // 0's prompt uses the whole budget
@@ -319,7 +306,7 @@ TEST(ServingScheduler, NothingIsAdmittedInAStepThatPreempted) {
 TEST(ServingScheduler, SeveralVictimsGoBackToTheHeadInAdmissionOrder) {
   // 3 blocks of 4 tokens; three requests of a 4-token prompt take one each.
   // Each then needs a second block for its first output token.
-  Scheduler s(options(4, 3, 4, 64));
+  Scheduler s(scheduler_options(4, 3, 4, 64));
   s.add(0, 4, 2);
   s.add(1, 4, 2);
   s.add(2, 4, 2);
@@ -353,7 +340,7 @@ TEST(ServingScheduler, SeveralVictimsGoBackToTheHeadInAdmissionOrder) {
 }
 
 TEST(ServingScheduler, DroppedTokensShrinkWhatIsKnownAndTheNewestKeptIsFedAgain) {
-  Scheduler s(options(16, 100, 2, 64));
+  Scheduler s(scheduler_options(16, 100, 2, 64));
   s.add(0, 5, 4);
   StepPlan p = s.schedule();
   expect_part(p.parts[0], 0, 0, 0, 5, true, true);
@@ -385,7 +372,7 @@ TEST(ServingScheduler, DroppedTokensShrinkWhatIsKnownAndTheNewestKeptIsFedAgain)
 }
 
 TEST(ServingScheduler, AOneTokenRequestFinishesWithItsPrefill) {
-  Scheduler s(options(16, 100, 2, 64));
+  Scheduler s(scheduler_options(16, 100, 2, 64));
   s.add(0, 7, 1);
   std::vector<int64_t> finished;
   StepPlan p = step(s, &finished);
@@ -396,7 +383,7 @@ TEST(ServingScheduler, AOneTokenRequestFinishesWithItsPrefill) {
 }
 
 TEST(ServingScheduler, CompleteWantsOneDropCountPerPart) {
-  Scheduler s(options(16, 100, 2, 64));
+  Scheduler s(scheduler_options(16, 100, 2, 64));
   s.add(0, 7, 3);
   s.add(1, 7, 3);
   StepPlan p = s.schedule();
@@ -407,7 +394,7 @@ TEST(ServingScheduler, CompleteWantsOneDropCountPerPart) {
 TEST(ServingScheduler, ARequestThatCanNeverFitIsRefusedNamingTheBudget) {
   // 2 blocks of 16: a life of 32 tokens fits (the last output token is never
   // fed), 33 does not.
-  Scheduler s(options(16, 2, 4, 64));
+  Scheduler s(scheduler_options(16, 2, 4, 64));
   EXPECT_NO_THROW(s.add(0, 30, 3));
   const std::string msg = message_of([&] { s.add(1, 30, 4); });
   EXPECT_NE(msg.find("serve.kv_budget_mb"), std::string::npos) << msg;
@@ -417,11 +404,11 @@ TEST(ServingScheduler, ARequestThatCanNeverFitIsRefusedNamingTheBudget) {
 
 TEST(ServingScheduler, BadOptionsAreRefusedNamingTheOption) {
   auto refused = [](SchedulerOptions o) { return message_of([&] { Scheduler s(o); }); };
-  EXPECT_NE(refused(options(0, 10, 4, 64)).find("serve.block_size"), std::string::npos);
-  EXPECT_NE(refused(options(16, 10, 0, 64)).find("serve.max_num_seqs"), std::string::npos);
-  EXPECT_NE(refused(options(16, 10, 4, 0)).find("serve.max_num_batched_tokens"), std::string::npos);
-  EXPECT_NE(refused(options(16, 0, 4, 64)).find("KV budget"), std::string::npos);
-  EXPECT_EQ(refused(options(16, 10, 4, 64)), "");
+  EXPECT_NE(refused(scheduler_options(0, 10, 4, 64)).find("serve.block_size"), std::string::npos);
+  EXPECT_NE(refused(scheduler_options(16, 10, 0, 64)).find("serve.max_num_seqs"), std::string::npos);
+  EXPECT_NE(refused(scheduler_options(16, 10, 4, 0)).find("serve.max_num_batched_tokens"), std::string::npos);
+  EXPECT_NE(refused(scheduler_options(16, 0, 4, 64)).find("KV budget"), std::string::npos);
+  EXPECT_EQ(refused(scheduler_options(16, 10, 4, 64)), "");
 }
 
 }  // namespace

@@ -27,11 +27,11 @@
 #include "sim/serving/serve_loop.h"
 #include "sim/serving/simulator.h"
 #include "sim/serving/workload.h"
+#include "tests/cpp/scheduler_options.h"
 
 namespace {
 
 using zl::ResampleModel;
-using zl::SchedulerOptions;
 using zl::ServeRequest;
 using zl::ServeResult;
 using zl::StepShape;
@@ -67,15 +67,6 @@ int64_t hashed_ns(const StepShape& s) {
     mix(p.samples ? 1 : 2);
   }
   return 50'000 + static_cast<int64_t>(h % 1'950'000);
-}
-
-SchedulerOptions sched(int64_t block_size, int64_t num_blocks, int64_t max_num_seqs, int64_t max_num_batched_tokens) {
-  SchedulerOptions o;
-  o.block_size = block_size;
-  o.num_blocks = num_blocks;
-  o.max_num_seqs = max_num_seqs;
-  o.max_num_batched_tokens = max_num_batched_tokens;
-  return o;
 }
 
 ServeRequest request(int64_t id, int64_t arrival_ns, int64_t prompt_len, int64_t output_len) {
@@ -149,7 +140,7 @@ TEST(ServingReplay, RecordedStepsGiveBackTheTimelineExactly) {
   const auto reqs = mixed_requests(150, 11);
   // Longest life: 40 + 29 tokens, 18 blocks of 4; 24 blocks hold about two
   // such requests, so a batch of four must preempt.
-  const auto opt = sched(4, 24, 4, 16);
+  const auto opt = zl::scheduler_options(4, 24, 4, 16);
   FnCost cost(hashed_ns);
   ResampleModel resample;
   resample.rate = 0.15;
@@ -188,7 +179,7 @@ TEST(ServingReplay, RecordedStepsGiveBackTheTimelineExactly) {
 
 TEST(ServingReplay, ReplayWithoutReviewIsExactToo) {
   const auto reqs = mixed_requests(80, 3);
-  const auto opt = sched(4, 20, 3, 24);
+  const auto opt = zl::scheduler_options(4, 20, 3, 24);
   FnCost cost(hashed_ns);
   const ServeResult rec = zl::simulate(cost, ResampleModel{}, reqs, opt, 0);
   for (const auto& s : rec.steps)
@@ -200,14 +191,14 @@ TEST(ServingReplay, ReplayWithoutReviewIsExactToo) {
 TEST(ServingReplay, ReplayRefusesStepsThatDoNotMatch) {
   const auto reqs = mixed_requests(20, 4);
   FnCost cost(hashed_ns);
-  const ServeResult rec = zl::simulate(cost, ResampleModel{}, reqs, sched(4, 24, 4, 16), 0);
+  const ServeResult rec = zl::simulate(cost, ResampleModel{}, reqs, zl::scheduler_options(4, 24, 4, 16), 0);
   // Fewer steps than the run needs.
   std::vector<zl::StepRecord> cut(rec.steps.begin(), rec.steps.begin() + rec.steps.size() / 2);
   zl::ReplayRunner short_replay(cut);
-  EXPECT_THROW(zl::serve(reqs, sched(4, 24, 4, 16), short_replay), std::runtime_error);
+  EXPECT_THROW(zl::serve(reqs, zl::scheduler_options(4, 24, 4, 16), short_replay), std::runtime_error);
   // Steps recorded with a batch of 4 replayed on a batch of 1: parts differ.
   zl::ReplayRunner other(rec.steps);
-  EXPECT_THROW(zl::serve(reqs, sched(4, 24, 1, 16), other), std::runtime_error);
+  EXPECT_THROW(zl::serve(reqs, zl::scheduler_options(4, 24, 1, 16), other), std::runtime_error);
 }
 
 // ---- Queueing ----------------------------------------------------------------
@@ -223,7 +214,7 @@ TEST(ServingQueueing, ConstantStepsUnderPoissonArrivalsAreMD1) {
   for (double rho : {0.3, 0.5}) {
     const double lambda = rho / (static_cast<double>(c) / 1e9);  // per s
     const auto reqs = uniform_requests(poisson_arrivals(lambda, 40000, 17), 4, 1);
-    const ServeResult r = zl::simulate(cost, ResampleModel{}, reqs, sched(16, 64, 1, 256), 0);
+    const ServeResult r = zl::simulate(cost, ResampleModel{}, reqs, zl::scheduler_options(16, 64, 1, 256), 0);
     const double expected = c + rho * c / (2 * (1 - rho));  // λc² = ρc
     EXPECT_NEAR(mean_ttft_ns(r) / expected, 1, 0.03) << "rho " << rho;
     for (const auto& s : r.steps) ASSERT_EQ(s.end_ns - s.start_ns, c);
@@ -235,7 +226,7 @@ TEST(ServingQueueing, SpacedArrivalsNeverWait) {
   auto cost = constant_cost(c);
   std::vector<int64_t> arrivals;
   for (int64_t i = 0; i < 50; ++i) arrivals.push_back(i * (c + c / 2) + (i % 3) * 1000);  // gaps > c
-  const ServeResult r = zl::simulate(cost, ResampleModel{}, uniform_requests(arrivals, 5, 1), sched(16, 64, 1, 256), 0);
+  const ServeResult r = zl::simulate(cost, ResampleModel{}, uniform_requests(arrivals, 5, 1), zl::scheduler_options(16, 64, 1, 256), 0);
   for (const auto& q : r.requests) EXPECT_EQ(q.token_ns.at(0) - q.arrival_ns, c) << "request " << q.id;
   for (size_t i = 0; i < r.steps.size(); ++i) EXPECT_EQ(r.steps[i].start_ns, arrivals[i]);
 }
@@ -245,7 +236,7 @@ TEST(ServingQueueing, AllAtOnceOneAtATimeIsSequential) {
   const int64_t c = 2 * kMs, n = 5, N = 12;
   auto cost = constant_cost(c);
   const ServeResult r =
-      zl::simulate(cost, ResampleModel{}, uniform_requests(std::vector<int64_t>(N, 0), 6, n), sched(16, 64, 1, 256), 0);
+      zl::simulate(cost, ResampleModel{}, uniform_requests(std::vector<int64_t>(N, 0), 6, n), zl::scheduler_options(16, 64, 1, 256), 0);
   ASSERT_EQ(r.steps.size(), static_cast<size_t>(N * n));
   for (int64_t k = 0; k < N; ++k) {
     const auto& q = r.requests[k];
@@ -265,12 +256,12 @@ TEST(ServingQueueing, SaturatedThroughputIsSeqsOverOutputTimesStep) {
   std::vector<int64_t> arrivals;
   for (int64_t i = 0; i < N; ++i) arrivals.push_back(i * 1000 * kMs);
   const auto reqs = uniform_requests(arrivals, 4, n);
-  const double cap = zl::simulated_capacity(cost, ResampleModel{}, reqs, sched(16, 1000, S, 256), 0);
+  const double cap = zl::simulated_capacity(cost, ResampleModel{}, reqs, zl::scheduler_options(16, 1000, S, 256), 0);
   const double expected = S / (n * c / 1e9);
   EXPECT_NEAR(cap / expected, 1, 0.01);
   EXPECT_LE(cap, expected);  // the prefills only add time
   // Half the rows: half the throughput.
-  const double half = zl::simulated_capacity(cost, ResampleModel{}, reqs, sched(16, 1000, S / 2, 256), 0);
+  const double half = zl::simulated_capacity(cost, ResampleModel{}, reqs, zl::scheduler_options(16, 1000, S / 2, 256), 0);
   EXPECT_NEAR(half / cap, 0.5, 0.01);
 }
 
@@ -281,7 +272,7 @@ std::vector<ServeRequest> poisson_workload(double rate) { return uniform_request
 TEST(ServingCapacity, TighterSlosAndHigherTargetsGiveLowerRates) {
   const int64_t c = kMs;
   FnCost cost([c](const StepShape& s) { return c + 20'000 * s.tokens(); });
-  const auto opt = sched(16, 1000, 4, 256);
+  const auto opt = zl::scheduler_options(16, 1000, 4, 256);
   const double cap = zl::simulated_capacity(cost, ResampleModel{}, poisson_workload(1), opt, 0);
   ASSERT_GT(cap, 0);
   auto max_rate = [&](double ttft_ms, double target) {
@@ -315,7 +306,7 @@ TEST(ServingCapacity, MaxRateFindsTheThresholdOfEvenlySpacedArrivals) {
     for (int64_t i = 0; i < N; ++i) arrivals.push_back(std::llround(i * 1e9 / rate));
     return uniform_requests(arrivals, 4, 1);
   };
-  const auto opt = sched(16, 64, 1, 256);
+  const auto opt = zl::scheduler_options(16, 64, 1, 256);
   const double cap = zl::simulated_capacity(cost, ResampleModel{}, evenly(1), opt, 0);
   EXPECT_NEAR(cap, 1e9 / c, 1e-6);
   zl::Slo slo;
@@ -389,7 +380,7 @@ TEST(ServingResample, TakesBackAboutRateOfTheSampledTokens) {
   const auto reqs = uniform_requests(std::vector<int64_t>(100, 0), 4, 200);
   zl::SimulatedRunner sim(cost, m, 99);
   Recording rec(sim);
-  const ServeResult out = zl::serve(reqs, sched(16, 1000, 8, 256), rec);
+  const ServeResult out = zl::serve(reqs, zl::scheduler_options(16, 1000, 8, 256), rec);
   const ReviewCounts c = count_reviews(rec.events, reqs.size());
   // A position fires with probability r until its retries run out (at most
   // 3 fires, then a kept token): per position r + r² + r³ fires over
@@ -416,7 +407,7 @@ TEST(ServingResample, ACertainFireSpendsExactlyTheRetriesAtEachPosition) {
   const auto reqs = uniform_requests(std::vector<int64_t>(3, 0), 4, n);
   zl::SimulatedRunner sim(cost, m, 1);
   Recording rec(sim);
-  const ServeResult out = zl::serve(reqs, sched(16, 1000, 4, 256), rec);
+  const ServeResult out = zl::serve(reqs, zl::scheduler_options(16, 1000, 4, 256), rec);
   const ReviewCounts c = count_reviews(rec.events, reqs.size());
   EXPECT_EQ(c.samples, 3 * n * (m.max_retries + 1));
   EXPECT_EQ(c.dropped, 3 * n * m.max_retries);
@@ -439,7 +430,7 @@ TEST(ServingResample, NeverTakesBackMoreThanWasProduced) {
     m.max_retries = 3;
     zl::SimulatedRunner sim(cost, m, 7);
     Recording rec(sim);
-    const ServeResult out = zl::serve(reqs, sched(16, 1000, 4, 256), rec);
+    const ServeResult out = zl::serve(reqs, zl::scheduler_options(16, 1000, 4, 256), rec);
     const ReviewCounts c = count_reviews(rec.events, reqs.size());
     EXPECT_FALSE(c.dropped_more_than_produced) << drop;
     // Past the first token "2" always takes two; "random" one or two evenly.

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sim/serving/workload.h"
+#include "tests/cpp/message_of.h"
 #include "tests/cpp/temp_dir.h"
 
 namespace {
@@ -20,15 +21,7 @@ namespace {
 using zl::ArrivalOptions;
 using zl::ServeRequest;
 
-// check_helpers.h has this too, but pulls in torch for its other helper.
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
+using zl::message_of;
 
 struct GapStats {
   double mean = 0, cv = 0;
