@@ -40,10 +40,10 @@ double predict(const StepCoefficients& c, const Features& f) {
 }
 
 // The features of the group that takes longest under `c`.
-Features slowest_group(const StepShape& s, int team, const StepCoefficients& c) {
+Features slowest_group(const StepShape& s, const TeamGroups& groups, const StepCoefficients& c) {
   Features best{};
   double longest = -1;
-  for (auto [b, e] : team_groups(s, team)) {
+  for (auto [b, e] : groups) {
     Features f = step_features(work(s, b, e), s);
     const double t = predict(c, f);
     if (t > longest) longest = t, best = f;
@@ -90,6 +90,8 @@ struct Fit {
 Fit fit(const std::vector<const ProfiledStep*>& steps, int team, bool grouped) {
   Fit out;
   std::vector<bool> keep(steps.size(), true);
+  std::vector<TeamGroups> groups;
+  for (const ProfiledStep* p : steps) groups.push_back(grouped ? team_groups(p->shape, team) : TeamGroups{});
   for (int round = 0; round < 8; ++round) {
     std::vector<Features> x;
     std::vector<double> y;
@@ -98,14 +100,14 @@ Fit fit(const std::vector<const ProfiledStep*>& steps, int team, bool grouped) {
       const StepShape& s = steps[i]->shape;
       // First round: the group with the most rows.
       StepCoefficients guess = round == 0 ? StepCoefficients{0, 0, 1, 0, 0, 0, 0} : out.c;
-      x.push_back(grouped ? slowest_group(s, team, guess) : step_features(work(s, 0, s.parts.size()), s));
+      x.push_back(grouped ? slowest_group(s, groups[i], guess) : step_features(work(s, 0, s.parts.size()), s));
       y.push_back(static_cast<double>(steps[i]->ns));
     }
     out.c = least_squares(x, y);
     if (round == 3 || round == 5) {  // drop stalls once the groups have settled
       for (size_t i = 0; i < steps.size(); ++i) {
         const StepShape& s = steps[i]->shape;
-        Features f = grouped ? slowest_group(s, team, out.c) : step_features(work(s, 0, s.parts.size()), s);
+        Features f = grouped ? slowest_group(s, groups[i], out.c) : step_features(work(s, 0, s.parts.size()), s);
         keep[i] = !is_stall(steps[i]->ns, predict(out.c, f));
       }
     }
@@ -123,17 +125,16 @@ bool decode_only(const StepShape& s) {
 // A decode-only step's place in the decode table: its groups on the team
 // and the sequences its largest group holds (on two threads, 7 and 8
 // sequences both put 4 on the slower one, and cost alike).
-DecodeKey decode_key(const StepShape& s, int team) {
+DecodeKey decode_key(const TeamGroups& groups) {
   int64_t most = 0;
-  const auto groups = team_groups(s, team);
   for (auto [b, e] : groups) most = std::max<int64_t>(most, e - b);
   return {static_cast<int64_t>(groups.size()), most};
 }
 
 // The keys the most loaded group of a decode-only step attends over.
-double group_keys(const StepShape& s, int team) {
+double group_keys(const StepShape& s, const TeamGroups& groups) {
   double most = 0;
-  for (auto [b, e] : team_groups(s, team)) most = std::max(most, work(s, b, e)[1]);
+  for (auto [b, e] : groups) most = std::max(most, work(s, b, e)[1]);
   return most;
 }
 
@@ -181,7 +182,7 @@ DecodeLine line_without_stalls(const std::vector<std::pair<double, double>>& poi
 
 }  // namespace
 
-std::vector<std::pair<size_t, size_t>> team_groups(const StepShape& shape, int team) {
+TeamGroups team_groups(const StepShape& shape, int team) {
   // DecodeStep::run_rows: cut the rows at M·g/groups, moved forward to the
   // next sequence boundary.
   const size_t P = shape.parts.size();
@@ -198,20 +199,20 @@ std::vector<std::pair<size_t, size_t>> team_groups(const StepShape& shape, int t
     if (part > cut.back() && part < P) cut.push_back(part);
   }
   cut.push_back(P);
-  std::vector<std::pair<size_t, size_t>> out;
+  TeamGroups out;
   for (size_t i = 0; i + 1 < cut.size(); ++i) out.emplace_back(cut[i], cut[i + 1]);
   return out;
 }
 
-double CalibratedCost::structural_ns(const StepShape& step) const {
-  if (team_groups(step, team_).size() == 1) return predict(alone_, step_features(work(step, 0, step.parts.size()), step));
-  return predict(grouped_, slowest_group(step, team_, grouped_));
+double CalibratedCost::structural_ns(const StepShape& step, const TeamGroups& groups) const {
+  if (groups.size() == 1) return predict(alone_, step_features(work(step, 0, step.parts.size()), step));
+  return predict(grouped_, slowest_group(step, groups, grouped_));
 }
 
-double CalibratedCost::decode_ns(const StepShape& step) const {
+double CalibratedCost::decode_ns(const StepShape& step, const TeamGroups& cut) const {
   if (!decode_only(step) || decode_.empty()) return NAN;
-  const auto [groups, most] = decode_key(step, team_);
-  const double keys = group_keys(step, team_);
+  const auto [groups, most] = decode_key(cut);
+  const double keys = group_keys(step, cut);
   auto at = [&](const DecodeLine& l) {
     const double reach = 0.1 * (l.keys_hi - l.keys_lo) + 1;
     return keys < l.keys_lo - reach || keys > l.keys_hi + reach ? NAN : l.intercept + l.slope * keys;
@@ -234,8 +235,9 @@ double CalibratedCost::decode_ns(const StepShape& step) const {
 
 int64_t CalibratedCost::step_ns(const StepShape& step) const {
   if (step.parts.empty()) return 1;
-  double t = decode_ns(step);
-  if (!std::isfinite(t)) t = structural_ns(step);
+  const TeamGroups groups = team_groups(step, team_);
+  double t = decode_ns(step, groups);
+  if (!std::isfinite(t)) t = structural_ns(step, groups);
   return std::max<int64_t>(1, std::llround(t));
 }
 
@@ -256,8 +258,9 @@ Calibration calibrate(const std::vector<ProfiledStep>& profile, int team) {
   std::map<DecodeKey, std::vector<const ProfiledStep*>> of_key;
   for (const auto& p : profile)
     if (decode_only(p.shape) && !p.shape.after_idle) {
-      const DecodeKey k = decode_key(p.shape, team);
-      by_key[k].emplace_back(group_keys(p.shape, team), static_cast<double>(p.ns));
+      const TeamGroups groups = team_groups(p.shape, team);
+      const DecodeKey k = decode_key(groups);
+      by_key[k].emplace_back(group_keys(p.shape, groups), static_cast<double>(p.ns));
       of_key[k].push_back(&p);
     }
   DecodeTable lines;

@@ -39,7 +39,8 @@ namespace zl {
 
 // The groups DecodeStep::run_rows cuts a step into on a team of `team`
 // threads: [begin, end) ranges of shape.parts.
-std::vector<std::pair<size_t, size_t>> team_groups(const StepShape& shape, int team);
+using TeamGroups = std::vector<std::pair<size_t, size_t>>;
+TeamGroups team_groups(const StepShape& shape, int team);
 
 // Coefficients, ns per unit: {overhead, per sample, per row, per key, per
 // sequence, per logits row, waking after an idle wait}.
@@ -68,10 +69,10 @@ class CalibratedCost : public StepCostModel {
   const DecodeTable& decode_lines() const { return decode_; }
 
  private:
-  // The structural model's figure.
-  double structural_ns(const StepShape& step) const;
-  // The decode table's figure for a decode-only step; NaN where it has none.
-  double decode_ns(const StepShape& step) const;
+  // The structural model's figure, and the decode table's for a
+  // decode-only step (NaN where it has none), given the step's team_groups.
+  double structural_ns(const StepShape& step, const TeamGroups& groups) const;
+  double decode_ns(const StepShape& step, const TeamGroups& groups) const;
 
   int team_;
   StepCoefficients alone_, grouped_;

@@ -5,6 +5,7 @@
 
 #include "models/factory.h"
 #include "sim/cost.h"
+#include "sim/model_options.h"
 #include "sim/serving/roofline.h"
 #include "sim/serving/simulator.h"
 
@@ -25,8 +26,9 @@ SchedulerOptions projected_scheduler(int64_t blocks, int64_t held_cap) {
 }
 
 // The variant as measured here, carried to a named shape as ratios to the
-// baseline of the same small shape (VariantScaling, sim/serving/roofline.h).
-VariantScaling scaling_of(OpenRun& run, double kv_bytes_per_token, const EvictionOptions& eviction, const ModelShape& shape,
+// baseline of the same small shape (VariantScaling, sim/serving/roofline.h);
+// the same for every shape but an evicting cache's budget (kv_budget_for).
+VariantScaling scaling_of(OpenRun& run, double kv_bytes_per_token, const EvictionOptions& eviction,
                           const RunRecord& r) {
   const ModelConfig& mc = run.model->cfg;
   const int64_t context = std::min<int64_t>(mc.context, mc.context - run.cfg.decode.max_new_tokens / 2);
@@ -34,26 +36,24 @@ VariantScaling scaling_of(OpenRun& run, double kv_bytes_per_token, const Evictio
   const double base = total_flops(flops);
   run.stage->add_flops(*run.ctx, context, flops);
   VariantScaling s;
-  // An evicting cache's attention is capped by its budget below, not here.
+  // An evicting cache's attention is capped by its budget, not here.
   s.flops_ratio = eviction.on() ? 1.0 : total_flops(flops) / base;
   s.kv_bytes_ratio = kv_bytes_per_token / (2.0 * mc.layers * mc.dim * sizeof(float));
-  ModelConfig plain;  // the same shape with none of the variants' parts
-  plain.vocab = mc.vocab;
-  plain.layers = mc.layers;
-  plain.heads = mc.heads;
-  plain.dim = mc.dim;
-  plain.context = mc.context;
-  plain.mlp_ratio = mc.mlp_ratio;
-  const double baseline_params = make_model("baseline", plain)->parameter_count();
+  RunConfig plain = run.cfg;  // the same shape with none of the variants' parts
+  plain.variant = "baseline";
+  const double baseline_params = make_model("baseline", model_config(plain, mc.vocab))->parameter_count();
   double extra = run.model->parameter_count() - baseline_params;
   auto side = r.metrics.find("verifier_params");
   if (side != r.metrics.end() && std::isfinite(side->second)) extra += side->second;
   s.extra_weight_ratio = std::max(0.0, extra / baseline_params);
-  // The same share of the context as here.
-  if (eviction.on()) s.kv_token_budget = std::max<int64_t>(1, eviction.budget * shape.context / mc.context);
   s.note = "ratios to the baseline at " + std::to_string(mc.layers) + "x" + std::to_string(mc.dim) + ", context " +
            std::to_string(mc.context);
   return s;
+}
+
+// An evicting cache holds the same share of the shape's context as here.
+int64_t kv_budget_for(const EvictionOptions& eviction, const ModelShape& shape, int64_t context) {
+  return eviction.on() ? std::max<int64_t>(1, eviction.budget * shape.context / context) : 0;
 }
 
 // The run's workload scaled to the shape: prompts and outputs the same share
@@ -122,6 +122,7 @@ void project(OpenRun& run, const ResampleModel& resample, double kv_bytes_per_to
     cut.max_new_tokens = output_len;
     for (const auto& p : run.prompts.tokens) prompts.emplace_back(kept_prompt_tokens(p.size(), mc.context, cut), 0);
   }
+  const VariantScaling measured = scaling_of(run, kv_bytes_per_token, eviction, r);
   Rows rows;
   bool headline = true;
   for (const auto& acc_name : accelerators) {
@@ -129,7 +130,8 @@ void project(OpenRun& run, const ResampleModel& resample, double kv_bytes_per_to
     for (const auto& shape_name : shapes) {
       const ModelShape& shape = catalog.model_shape(shape_name);
       const double factor = static_cast<double>(shape.context) / mc.context;
-      const VariantScaling scaling = scaling_of(run, kv_bytes_per_token, eviction, shape, r);
+      VariantScaling scaling = measured;
+      scaling.kv_token_budget = kv_budget_for(eviction, shape, mc.context);
       const int64_t tp = tensor_parallel_for(acc, shape);
       const int64_t blocks = kv_blocks(acc, shape, scaling, tp);
       const SchedulerOptions sched = projected_scheduler(blocks, scaling.kv_token_budget);

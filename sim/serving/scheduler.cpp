@@ -21,7 +21,7 @@ Scheduler::Scheduler(SchedulerOptions opt) : opt_(opt), free_blocks_(opt.num_blo
   if (opt.max_num_batched_tokens < 1)
     throw std::invalid_argument("serve.max_num_batched_tokens must be >= 1, got " +
                                 std::to_string(opt.max_num_batched_tokens));
-  for (int64_t s = opt.max_num_seqs - 1; s >= 0; --s) free_slots_.push_back(s);  // the lowest row first
+  for (int64_t s = 0; s < opt.max_num_seqs; ++s) free_slots_.insert(s);
 }
 
 int64_t Scheduler::blocks_for(int64_t tokens) const {
@@ -64,7 +64,7 @@ bool Scheduler::reserve(Seq& s, int64_t tokens) {
 void Scheduler::release(Seq& s) {
   free_blocks_ += s.blocks;
   s.blocks = 0;
-  if (s.slot >= 0) free_slots_.push_back(s.slot);
+  if (s.slot >= 0) free_slots_.insert(s.slot);
   s.slot = -1;
 }
 
@@ -104,9 +104,8 @@ StepPlan Scheduler::schedule() {
     const int64_t n = std::min(s.known - s.computed, budget);
     if (!reserve(s, s.computed + n)) break;
     waiting_.pop_front();
-    std::sort(free_slots_.begin(), free_slots_.end(), std::greater<>());
-    s.slot = free_slots_.back();
-    free_slots_.pop_back();
+    s.slot = *free_slots_.begin();  // the lowest free row
+    free_slots_.erase(free_slots_.begin());
     running_.push_back(s.id);
     plan.parts.push_back({s.id, s.slot, s.computed, n, s.computed + n == s.known, true});
     budget -= n;

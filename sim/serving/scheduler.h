@@ -16,6 +16,7 @@
 #pragma once
 #include <cstdint>
 #include <deque>
+#include <set>
 #include <vector>
 
 #include "sim/serving/cost_model.h"
@@ -95,7 +96,7 @@ class Scheduler {
   std::vector<Seq> seqs_;           // by request id
   std::deque<int64_t> waiting_;     // arrival order; preempted requests go back to the front
   std::vector<int64_t> running_;    // admission order (the last is preempted first)
-  std::vector<int64_t> free_slots_; // rows of the cache not in use
+  std::set<int64_t> free_slots_;    // rows of the cache not in use
   int64_t free_blocks_ = 0;
 };
 
