@@ -16,6 +16,7 @@
 #include "sim/checkpoint.h"
 #include "sim/claims/claims.h"
 #include "sim/claims/claims_calibration.h"
+#include "sim/claims/scaling.h"
 #include "sim/config.h"
 #include "sim/decode_bench.h"
 #include "sim/decoder.h"
@@ -302,25 +303,40 @@ int cmd_claims(int argc, char** argv) {
   const std::string results = vm["results"].as<std::string>();
   if (!fs::exists(results)) throw std::runtime_error("results file '" + results + "' does not exist");
   auto specs = load_registry(vm["registry"].as<std::string>());
-  auto table = evaluate_claims(specs, load_claims_input(results), co);
-  std::cout << format_claims(table, family == "holm");
-  const auto absent = known_without_runs(specs, table);
+  // A file of several model sizes (ablations/scale.ini) is judged size by
+  // size, then each claim's trend across the sizes (sim/claims/scaling.h).
+  const auto sized = evaluate_claims_by_size(specs, load_claims_input(results), co);
+  const bool ladder = sized.size() > 1;
+  std::cout << format_sized_claims(sized, family == "holm");
+  std::vector<ClaimResult> all;  // every size's rows, for the checks that read the whole file
+  for (const auto& sc : sized) all.insert(all.end(), sc.results.begin(), sc.results.end());
+  const auto absent = known_without_runs(specs, all);
   if (!absent.empty())
     std::cout << "\n" << absent.size() << " known-method row(s) have no runs in this file (e.g. " << absent.front()
               << "); ablations/baselines.ini runs them\n";
+  std::vector<ClaimTrend> trends;
+  if (ladder) {
+    trends = claim_trends(sized, co.level);
+    std::cout << "\n" << format_trends(trends, co.level);
+  }
   if (vm.count("calibrate")) {
     std::set<int> ns{3, 5, 8};
-    for (const auto& r : table)
+    for (const auto& r : all)
       if (r.seeds >= 2) ns.insert(r.seeds);
     std::cout << "\n"
-              << format_calibration(calibrate(table, std::vector<int>(ns.begin(), ns.end()), co.level,
+              << format_calibration(calibrate(all, std::vector<int>(ns.begin(), ns.end()), co.level,
                                               co.calibration_studies, true));
   }
-  if (vm.count("plan")) std::cout << "\n" << format_plan(table, study_of(results), co.power);
+  if (vm.count("plan"))
+    for (const auto& sc : sized)
+      std::cout << "\n"
+                << (ladder ? "size " + sc.size.label + ": " : "") << format_plan(sc.results, study_of(results), co.power);
   if (!vm.count("no-write")) {
-    write_table(results, "claims", claims_table(table));
-    write_table(results, "claims_seeds", claim_seeds_table(table));
-    std::printf("wrote /claims (%zu rows) and /claims_seeds into %s\n", table.size(), results.c_str());
+    write_table(results, "claims", sized_claims_table(sized));
+    write_table(results, "claims_seeds", sized_claim_seeds_table(sized));
+    if (ladder) write_table(results, "claims_trend", claim_trends_table(trends));
+    std::printf("wrote /claims (%zu rows)%s and /claims_seeds into %s\n", all.size(),
+                ladder ? ", /claims_trend" : "", results.c_str());
   }
   return 0;
 }

@@ -21,6 +21,7 @@ from .results import (  # noqa: E402
     check_results_file,
     checkpoint_dir,
     load_claim_seeds,
+    load_claim_trend,
     load_claims,
     load_configs,
     load_curve,
@@ -33,7 +34,7 @@ from .results import (  # noqa: E402
     summarize,
 )
 
-_NATIVE = ("run_study", "run", "config_keys", "claims", "Generator", "Tokenizer", "ConfigError")
+_NATIVE = ("run_study", "run", "config_keys", "claims", "claim_trends", "Generator", "Tokenizer", "ConfigError")
 
 
 def __getattr__(name):
@@ -62,6 +63,6 @@ def simulate(config, overrides=None):
 
 
 __all__ = list(_NATIVE) + ["serve_bench", "simulate"] + [
-    "bootstrap_ci", "check_results_file", "checkpoint_dir", "load_claim_seeds", "load_claims", "load_configs",
+    "bootstrap_ci", "check_results_file", "checkpoint_dir", "load_claim_seeds", "load_claim_trend", "load_claims", "load_configs",
     "load_curve", "load_events", "load_index", "load_serving", "load_table", "pareto_front", "settings", "summarize",
 ]

@@ -15,12 +15,17 @@ from zerolayer_results.schema import _decode_frame
 EVENT_COLUMNS = ("item", "position", "context_len", "proposed", "score", "resampled", "replacement",
                  "violation_before", "violation_after")
 # /claims and /claims_seeds, written by `zerolayer claims` (docs/results_schema.md). Files from before
-# the per-method intervals have the columns up to "note" only.
+# the per-method intervals have the columns up to "note" only, files from before the scale ladder
+# (issue 15) no size and params.
 CLAIM_COLUMNS = ("id", "source", "claim", "metric", "comparison", "treatment", "control", "claimed",
                  "region_lo", "region_hi", "value", "ci_lo", "ci_hi", "seeds", "verdict", "note",
                  "method", "t_lo", "t_hi", "boot_lo", "boot_hi", "bca_lo", "bca_hi", "p_support", "p_refute",
-                 "verdict_holm", "seeds_needed", "known_method", "of_claim")
-CLAIM_SEED_COLUMNS = ("id", "seed", "value")
+                 "verdict_holm", "seeds_needed", "known_method", "projection", "of_claim", "size", "params")
+CLAIM_SEED_COLUMNS = ("id", "seed", "value", "size", "params")
+# /claims_trend: each claim's slope against log10(parameters) across the sizes of a scale ladder.
+CLAIM_TREND_COLUMNS = ("id", "sizes", "n_sizes", "seeds", "slope", "slope_lo", "slope_hi", "slope_t_lo",
+                       "slope_t_hi", "params_smallest", "params_largest", "value_smallest", "value_largest",
+                       "region_lo", "region_hi", "direction", "note")
 
 
 def _text(value):
@@ -144,11 +149,25 @@ def load_claims(path, known_methods=False):
 
 def load_claim_seeds(path):
     """The /claims_seeds table written beside /claims: one row per claim and seed that gave
-    a value (id, seed, value); empty (with its columns) in a file without it."""
+    a value (id, seed, value, and size, params: the model shape of the row); empty (with its
+    columns) in a file without it."""
+    return _root_table(path, "claims_seeds", CLAIM_SEED_COLUMNS)
+
+
+def load_claim_trend(path):
+    """The /claims_trend table `zerolayer claims` writes for a file of several model sizes
+    (ablations/scale.ini): per claim the slope of its value per decade of parameters with its
+    bootstrap (seeds resampled whole) and t intervals, the values at the smallest and largest
+    size, the claimed region, and direction (toward | away | flat). Empty (with its columns) for
+    a file of one size."""
+    return _root_table(path, "claims_trend", CLAIM_TREND_COLUMNS)
+
+
+def _root_table(path, name, columns):
     with h5py.File(path, "r") as f:
-        node = f.get("claims_seeds")
+        node = f.get(name)
         if not isinstance(node, h5py.Dataset):
-            return pd.DataFrame(columns=list(CLAIM_SEED_COLUMNS))
+            return pd.DataFrame(columns=list(columns))
         return _decode_frame(pd.DataFrame(node[:]))
 
 

@@ -1012,6 +1012,8 @@ std::string format_known(const ClaimResult& r) {
 
 }  // namespace
 
+std::string format_value(double v) { return fmt(v); }
+
 std::string format_claims(const std::vector<ClaimResult>& results, bool holm) {
   std::ostringstream out;
   char line[512];

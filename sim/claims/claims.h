@@ -141,6 +141,9 @@ std::string format_plan(const std::vector<ClaimResult>& results, const std::stri
 // The /claims table written into the results file: one row per claim.
 Table claims_table(const std::vector<ClaimResult>& results);
 
+// A value as the tables print it: 4 significant digits, nan and inf spelled out.
+std::string format_value(double v);
+
 // The table as text, two lines per claim; `holm` adds the Holm column.
 std::string format_claims(const std::vector<ClaimResult>& results, bool holm = true);
 

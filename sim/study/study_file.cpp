@@ -1,11 +1,15 @@
 #include "sim/study/study_file.h"
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 
 namespace zl {
 namespace {
+
+namespace fs = std::filesystem;
 
 std::string trim(const std::string& s) {
   size_t b = s.find_first_not_of(" \t\r");
@@ -58,6 +62,64 @@ std::string dotted(const std::string& section, const std::string& key) {
   return section.empty() ? key : section + "." + key;
 }
 
+bool is_grid(const std::string& section) { return section == "grid"; }
+bool is_zip(const std::string& section) { return section == "zip" || section.rfind("zip.", 0) == 0; }
+
+std::string read_file(const std::string& path, const std::string& named_at) {
+  const std::string where = named_at.empty() ? "" : named_at + ": ";
+  std::error_code ec;
+  if (fs::exists(path, ec) && !fs::is_regular_file(path, ec))  // not a device or a folder read forever
+    throw ConfigError(where + path + ": not a regular file");
+  std::ifstream in(path);
+  if (!in) throw ConfigError(where + path + ": cannot open study file");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+// A study that names `[study] base = FILE` (relative to its own folder) is
+// that file with its own lines laid over: a plain key replaces the base's,
+// a [zip.NAME] section replaces the base's section of that name whole, a
+// [grid] key the base's sweep of that key, and name and description the
+// base's. So the scale ladder is the claims study plus what differs, and a
+// change to the claims study's arms reaches it.
+std::vector<Line> with_base(std::vector<Line> lines, const std::string& path, int depth) {
+  auto it = std::find_if(lines.begin(), lines.end(),
+                         [](const Line& l) { return l.section == "study" && l.key == "base"; });
+  if (it == lines.end()) return lines;
+  const Line base_line = *it;
+  lines.erase(it);
+  if (depth >= 8) throw ConfigError(base_line.origin.str("study.base") + ": bases nest more than 8 deep (a cycle?)");
+  if (base_line.value.empty()) throw ConfigError(base_line.origin.str("study.base") + ": names no file");
+  fs::path base_path = base_line.value;
+  if (base_path.is_relative()) base_path = fs::path(path).parent_path() / base_path;
+  const std::string bp = base_path.lexically_normal().string();
+  std::vector<Line> base =
+      with_base(read_lines(read_file(bp, base_line.origin.str("study.base")), bp), bp, depth + 1);
+  std::set<std::string> plain, zips, grid, study;
+  for (const Line& l : lines) {
+    if (l.section == "study") study.insert(l.key);
+    else if (is_grid(l.section)) grid.insert(l.key);
+    else if (is_zip(l.section)) zips.insert(l.section);
+    else plain.insert(dotted(l.section, l.key));
+  }
+  std::vector<Line> out;
+  for (const Line& l : base) {
+    if ((is_grid(l.section) || is_zip(l.section)) && plain.count(l.key) && !zips.count(l.section) &&
+        !grid.count(l.key))
+      throw ConfigError(base_line.origin.str("study.base") + ": this file sets " + l.key + ", which the base sweeps at " +
+                        l.origin.file + ":" + std::to_string(l.origin.line) + "; replace the base's [" + l.section +
+                        "] or override the key on the command line");
+    const bool replaced = l.section == "study"  ? study.count(l.key) > 0
+                          : is_grid(l.section)  ? grid.count(l.key) > 0
+                          : is_zip(l.section)   ? zips.count(l.section) > 0
+                                                : plain.count(dotted(l.section, l.key)) > 0;
+    if (!replaced) out.push_back(l);
+  }
+  out.insert(out.end(), lines.begin(), lines.end());
+  return out;
+}
+
 }  // namespace
 
 Study parse_study(const std::string& text, const std::string& path, const Overrides& overrides) {
@@ -66,14 +128,14 @@ Study parse_study(const std::string& text, const std::string& path, const Overri
   std::map<std::string, GridAxis> zips;
   std::set<std::string> swept;
 
-  for (const Line& l : read_lines(text, path)) {
+  for (const Line& l : with_base(read_lines(text, path), path, 0)) {
     if (l.section == "study") {
       if (l.key == "name") s.name = l.value;
       else if (l.key == "description") s.description = l.value;
-      else throw ConfigError(l.origin.str("study." + l.key) + ": unknown key (study takes name, description)");
+      else throw ConfigError(l.origin.str("study." + l.key) + ": unknown key (study takes name, description, base)");
       continue;
     }
-    bool grid = l.section == "grid", zip = l.section.rfind("zip.", 0) == 0 || l.section == "zip";
+    bool grid = is_grid(l.section), zip = is_zip(l.section);
     std::string key = (grid || zip) ? l.key : dotted(l.section, l.key);
     if (!find_key(key)) throw ConfigError(l.origin.str(key) + ": unknown key");
     if (!grid && !zip) {
@@ -144,11 +206,7 @@ Study parse_study(const std::string& text, const std::string& path, const Overri
 }
 
 Study load_study(const std::string& path, const Overrides& overrides) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path + ": cannot open study file");
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return parse_study(buf.str(), path, overrides);
+  return parse_study(read_file(path, ""), path, overrides);
 }
 
 RunConfig Study::single() const { return base; }

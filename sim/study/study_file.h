@@ -2,6 +2,10 @@
 // fused, sfcl, output; a [study] section (name, description); a [grid] section
 // whose keys each take a comma list (a Cartesian axis); and [zip.NAME]
 // sections whose keys take lists of one length and vary together.
+// `[study] base = FILE` starts from another study file (relative to this
+// one's folder) and lays this file's lines over it: a plain key replaces the
+// base's, a [zip.NAME] section the base's section of that name, a [grid] key
+// the base's sweep of it (ablations/scale.ini is claims.ini at four sizes).
 // Priority: defaults < file < command line. A command-line override of a key
 // that the grid sweeps fixes that key (the axis is dropped); an override with
 // a comma list sweeps it over those values instead (`--seed 1,2,3,4,5`).

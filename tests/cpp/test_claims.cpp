@@ -13,13 +13,18 @@
 #include <stdexcept>
 #include <string>
 
+#include "models/factory.h"
 #include "sim/claims/claims.h"
+#include "sim/claims/scaling.h"
+#include "sim/judge.h"
+#include "sim/model_options.h"
 #include "sim/claims/least_squares.h"
 #include "sim/config.h"
 #include "sim/h5.h"
 #include "sim/results.h"
 #include "sim/study/study_file.h"
 #include "tests/cpp/check_helpers.h"
+#include "tests/cpp/claim_runs.h"
 
 namespace {
 
@@ -32,22 +37,7 @@ std::string registry_path() { return std::string(ZL_SOURCE_DIR) + "/ablations/cl
 
 ClaimRun run(const std::string& id, const std::string& selector_config, int64_t seed,
              std::map<std::string, double> metrics, const std::string& status = "complete") {
-  ClaimRun r;
-  r.run_id = id;
-  r.seed = seed;
-  r.status = status;
-  r.metrics = std::move(metrics);
-  // "variant=oet decode.top_p=0.95" -> config map
-  std::string s = selector_config + " seed=" + std::to_string(seed);
-  size_t p = 0;
-  while (p < s.size()) {
-    size_t sp = s.find(' ', p);
-    if (sp == std::string::npos) sp = s.size();
-    std::string term = s.substr(p, sp - p);
-    if (!term.empty()) r.config[term.substr(0, term.find('='))] = term.substr(term.find('=') + 1);
-    p = sp + 1;
-  }
-  return r;
+  return zl::claim_run(id, selector_config, seed, std::move(metrics), status);
 }
 
 std::vector<ClaimSpec> one(const std::string& body) {
@@ -300,6 +290,45 @@ TEST(Claims, ClaimsStudyCoversEveryClaimUnambiguously) {
     EXPECT_EQ(r.note.rfind("ambiguous", 0), std::string::npos) << r.spec->id << ": " << r.note;
     EXPECT_GE(r.seeds, 3) << r.spec->id << ": " << r.note;
   }
+}
+
+// The scale ladder (issue 15): at least four sizes spanning 16x in
+// parameters, training tokens growing with them, bf16, one judge at least
+// 4x the largest, and at every size each claim one run per seed.
+TEST(Claims, ScaleLadderCoversEveryClaimAtEverySize) {
+  const auto specs = zl::load_registry(registry_path());
+  auto study = study_as_runs("scale.ini", specs);
+  const auto configs = zl::load_study(std::string(ZL_SOURCE_DIR) + "/ablations/scale.ini", {}).expand();
+  std::map<std::string, double> params_of;  // by shape
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const auto& c = configs[i];
+    EXPECT_EQ(c.train.precision, "bf16");
+    const std::string shape = std::to_string(c.model.layers) + "x" + std::to_string(c.model.dim);
+    if (!params_of.count(shape)) {
+      zl::RunConfig plain = c;
+      plain.variant = "baseline";
+      params_of[shape] = static_cast<double>(
+          zl::make_model("baseline", zl::model_config(plain, c.data.vocab_size))->parameter_count());
+    }
+    study->in.runs[i].metrics["params"] = params_of[shape];
+  }
+  const auto sized = zl::evaluate_claims_by_size(specs, study->in);
+  ASSERT_GE(sized.size(), 4u);
+  EXPECT_GE(sized.back().size.params / sized.front().size.params, 16.0);
+  double tokens_before = 0;
+  for (const auto& sc : sized) {
+    const auto& c = configs[std::stoul(zl::runs_of_size(study->in, sc.size).runs.front().run_id.substr(1))];
+    const double tokens = static_cast<double>(c.train.steps * c.train.batch * c.model.context);
+    EXPECT_GT(tokens, tokens_before) << sc.size.label << ": training tokens must grow with the parameters";
+    tokens_before = tokens;
+    for (const auto& r : sc.results) {
+      EXPECT_EQ(r.note.rfind("missing", 0), std::string::npos) << sc.size.label << " " << r.spec->id << ": " << r.note;
+      EXPECT_EQ(r.note.rfind("ambiguous", 0), std::string::npos) << sc.size.label << " " << r.spec->id;
+      EXPECT_GE(r.seeds, 3) << sc.size.label << " " << r.spec->id;
+    }
+  }
+  EXPECT_NO_THROW(zl::check_judge_size(configs.front(), configs.front().data.vocab_size,
+                                       static_cast<int64_t>(sized.back().size.params)));
 }
 
 // baselines.ini runs every known method the registry names, with the

@@ -1,9 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <set>
 
 #include "sim/config.h"
 #include "sim/study/study_file.h"
+#include "tests/cpp/temp_dir.h"
 
 namespace zl {
 namespace {
@@ -120,6 +122,58 @@ TEST(Config, ACommaListOverrideSweepsTheKey) {
   EXPECT_NE(empty.find("command line: seed"), std::string::npos) << empty;
   auto unknown = message_of([] { parse_study("", "g.ini", {{"\xb2eayesr2", ""}}); });
   EXPECT_NE(unknown.find("unknown key"), std::string::npos) << unknown;
+}
+
+void write_file(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+TEST(Config, AStudyOnABaseReplacesKeysZipsAndGridKeys) {
+  TempDir dir("zl_base");
+  write_file(dir / "base.ini",
+             "variant = baseline\n[study]\nname = base\n[model]\nlayers = 4\ndim = 128\n[train]\nsteps = 400\n"
+             "precision = fp32\n[zip.arm]\nvariant = baseline, sfvl\ndecode.seed = 0, 1\n"
+             "[zip.other]\ndecode.top_p = 0.9, 1\n[grid]\nseed = 1, 2, 3\n");
+  auto s = parse_study("[study]\nbase = base.ini\nname = child\n[train]\nprecision = bf16\n"
+                       "[zip.other]\ndecode.temperature = 0.5, 0.7, 0.9\n[zip.size]\nmodel.dim = 64, 96\n"
+                       "train.steps = 200, 300\n",
+                       (dir / "child.ini"), {});
+  EXPECT_EQ(s.name, "child");
+  const auto runs = s.expand();
+  ASSERT_EQ(runs.size(), 3u * 2u * 3u * 2u);  // seeds x arms x the child's [zip.other] (not the base's) x sizes
+  std::set<int64_t> dims;
+  for (const auto& r : runs) {
+    EXPECT_EQ(r.train.precision, "bf16");
+    EXPECT_EQ(r.model.layers, 4);  // from the base
+    EXPECT_DOUBLE_EQ(r.decode.top_p, 1);  // the base's [zip.other] is gone whole
+    EXPECT_EQ(r.train.steps, r.model.dim == 64 ? 200 : 300);
+    dims.insert(r.model.dim);
+  }
+  EXPECT_EQ(dims, (std::set<int64_t>{64, 96}));
+  // An error on a line of the base names the base's file and line.
+  write_file(dir / "bad.ini", "[model]\nlayers = 0\n");
+  auto bad = message_of([&] { parse_study("[study]\nbase = bad.ini\n", dir / "c.ini", {}); });
+  EXPECT_NE(bad.find("bad.ini:2: model.layers"), std::string::npos) << bad;
+  auto missing = message_of([&] { parse_study("[study]\nbase = none.ini\n", dir / "c.ini", {}); });
+  EXPECT_NE(missing.find("c.ini:2: study.base: "), std::string::npos) << missing;
+  EXPECT_NE(missing.find("none.ini: cannot open study file"), std::string::npos) << missing;
+  write_file(dir / "loop.ini", "[study]\nbase = loop.ini\n");
+  auto loop = message_of([&] { parse_study("[study]\nbase = loop.ini\n", dir / "c.ini", {}); });
+  EXPECT_NE(loop.find("more than 8 deep"), std::string::npos) << loop;
+  // A plain key that the base sweeps would be lost under the sweep: an error.
+  auto swept = message_of([&] { parse_study("[study]\nbase = base.ini\n[decode]\nseed = 3\n", dir / "c.ini", {}); });
+  EXPECT_NE(swept.find("sets decode.seed, which the base sweeps at"), std::string::npos) << swept;
+  auto device = message_of([&] { parse_study("[study]\nbase = /dev/zero\n", dir / "c.ini", {}); });
+  EXPECT_NE(device.find("/dev/zero: not a regular file"), std::string::npos) << device;
+}
+
+// ablations/scale.ini is claims.ini on a base: the ladder's runs are the
+// claims study's arms at each size.
+TEST(Config, TheScaleLadderIsTheClaimsStudyAtEachSize) {
+  const std::string dir = std::string(ZL_SOURCE_DIR) + "/ablations/";
+  const auto claims = load_study(dir + "claims.ini", {}).expand();
+  const auto scale = load_study(dir + "scale.ini", {}).expand();
+  std::set<int64_t> dims;
+  for (const auto& r : scale) dims.insert(r.model.dim);
+  EXPECT_EQ(scale.size(), claims.size() * dims.size());
 }
 
 TEST(Config, IdentityIgnoresOutputAndSharesTrainingAcrossDecodeSettings) {
