@@ -586,3 +586,65 @@ def projected_plot(projected, figure="capacity_rps", by="variant", ax=None, lege
     if legend and styles:
         _legend_right(ax, _variant_handles(styles))
     return ax
+
+
+# The scale ladder (issue 15; /claims with several sizes, /claims_trend): each claim's value against the
+# model's parameters.
+def trend_label(row):
+    """'toward, +0.12 [+0.05, +0.2] per 10x' from a /claims_trend row (or 'no trend' when it has none)."""
+    if not np.isfinite(row.slope):
+        return "no trend"
+    interval = f" [{row.slope_lo:+.3g}, {row.slope_hi:+.3g}]" if np.isfinite(row.slope_lo) else ""
+    return f"{row.direction or '-'}, {row.slope:+.3g}{interval} per 10x"
+
+
+def claim_scaling_plot(claims, trend, seeds=None, ncols=4):
+    """Small multiples, one per claim with a value at two sizes or more: the value (mean over seeds, coloured
+    by that size's verdict) with its interval against the parameter count (log axis), the per-seed values as
+    dots (`seeds`: the /claims_seeds frame with its size column; None: no dots), the least-squares line on
+    log10(parameters) the trend is the slope of, and the claimed region shaded. The title gives the trend
+    (toward / away / flat, the slope per 10x parameters and its bootstrap interval). Returns the figure, or
+    None when no claim has two sizes."""
+    import matplotlib.pyplot as plt
+    rows = claims[np.isfinite(claims["value"].astype(float))]
+    ids = [i for i, g in rows.groupby("id", sort=False) if g["size"].nunique() >= 2]
+    if not ids:
+        return None
+    trend = trend.set_index("id") if len(trend) else None
+    ncols = min(ncols, len(ids))
+    nrows = -(-len(ids) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.3 * ncols, 2.5 * nrows + 0.4), layout="constrained",
+                             squeeze=False)
+    for ax, cid in zip(axes.flat, ids):
+        g = rows[rows["id"] == cid].sort_values("params")
+        x, y = g["params"].to_numpy(float), g["value"].to_numpy(float)
+        if seeds is not None and len(seeds) and "size" in seeds:
+            mine = (seeds[seeds["id"] == cid].drop(columns="params", errors="ignore")
+                    .merge(g[["size", "params"]], on="size"))  # the size's parameter count, as the means use
+            ax.plot(mine["params"], mine["value"], "o", ms=3, color="0.45", alpha=0.8, zorder=5)
+        lo, hi = g["ci_lo"].to_numpy(float), g["ci_hi"].to_numpy(float)
+        ok = np.isfinite(lo) & np.isfinite(hi)
+        ax.errorbar(x[ok], y[ok], yerr=[y[ok] - lo[ok], hi[ok] - y[ok]], fmt="none", ecolor="0.3", lw=1, zorder=3)
+        ax.scatter(x, y, c=[VERDICT_COLORS.get(v, "0.35") for v in g["verdict"]], marker="D", s=26,
+                   edgecolor="k", lw=0.5, zorder=4)
+        fit = np.polyfit(np.log10(x), y, 1)
+        xs = np.geomspace(x.min(), x.max(), 20)
+        ax.plot(xs, np.polyval(fit, np.log10(xs)), "-", color="tab:blue", lw=1, alpha=0.8, zorder=3)
+        ax.set_xscale("log")
+        y_lo, y_hi = ax.get_ylim()
+        r_lo, r_hi = float(g["region_lo"].iloc[0]), float(g["region_hi"].iloc[0])
+        if r_hi >= y_lo and r_lo <= y_hi:
+            ax.axhspan(max(r_lo, y_lo), min(r_hi, y_hi), color="tab:green", alpha=0.15, lw=0, zorder=0)
+        else:  # the region off the axis: say where it lies
+            ax.annotate(f"claimed region {'above' if r_lo > y_hi else 'below'}", (0.02, 0.95 if r_lo > y_hi else 0.03),
+                        xycoords="axes fraction", fontsize=7, color="tab:green", va="top" if r_lo > y_hi else "bottom")
+        ax.set_ylim(y_lo, y_hi)
+        label = trend_label(trend.loc[cid]) if trend is not None and cid in trend.index else "no trend"
+        ax.set_title(f"{cid}\n{label}", fontsize=8)
+        ax.tick_params(labelsize=7)
+    for ax in list(axes.flat)[len(ids):]:
+        ax.set_visible(False)
+    fig.supxlabel("parameters (the size's plain baseline)", fontsize=8)
+    fig.suptitle("each claim against model size: value [interval] by the size's verdict, the claimed region "
+                 "green, the least-squares line on log10(parameters)", fontsize=9)
+    return fig

@@ -331,28 +331,29 @@ std::string format_trends(const std::vector<ClaimTrend>& trends, double level) {
   std::snprintf(line, sizeof line, "%-28s %-22s %-34s %-24s %-22s %s\n", "claim", "smallest -> largest",
                 ("slope per 10x [" + ci + "]").c_str(), "t over seeds", "claimed", "trend");
   out << line;
+  std::string without;  // claims with a value at fewer than two sizes, named once at the end
   for (const auto& t : trends) {
-    const std::string span = t.values.empty() ? "-" : format_value(t.values.front()) + " -> " +
-                                                          format_value(t.values.back());
-    const std::string slope = std::isnan(t.slope) ? "-"
-                              : std::isnan(t.lo)  ? format_value(t.slope)
-                                                  : format_value(t.slope) + " [" + format_value(t.lo) + ", " +
-                                                       format_value(t.hi) + "]";
+    if (t.sizes.size() < 2) {
+      without += (without.empty() ? "" : ", ") + t.spec->id;
+      continue;
+    }
+    const std::string span = format_value(t.values.front()) + " -> " + format_value(t.values.back());
+    const std::string slope = std::isnan(t.lo) ? format_value(t.slope)
+                                               : format_value(t.slope) + " [" + format_value(t.lo) + ", " +
+                                                     format_value(t.hi) + "]";
     const std::string tci =
         std::isnan(t.t_lo) ? "-" : "[" + format_value(t.t_lo) + ", " + format_value(t.t_hi) + "]";
     std::snprintf(line, sizeof line, "%-28s %-22s %-34s %-24s %-22s %s\n", t.spec->id.c_str(), span.c_str(),
                   slope.c_str(), tci.c_str(), t.spec->claimed_text.c_str(),
                   t.direction.empty() ? "-" : t.direction.c_str());
-    out << line;
-    if (!t.sizes.empty()) {
-      out << "   ";
-      for (size_t i = 0; i < t.sizes.size(); ++i)
-        out << " " << t.sizes[i] << ": " << format_value(t.values[i]) << " " << t.verdicts[i]
-            << (i + 1 < t.sizes.size() ? ";" : "");
-      out << "\n";
-    }
+    out << line << "   ";
+    for (size_t i = 0; i < t.sizes.size(); ++i)
+      out << " " << t.sizes[i] << ": " << format_value(t.values[i]) << " " << t.verdicts[i]
+          << (i + 1 < t.sizes.size() ? ";" : "");
+    out << "\n";
     if (!t.note.empty()) out << "    " << t.note << "\n";
   }
+  if (!without.empty()) out << "No trend (a value at fewer than two sizes): " << without << "\n";
   return out.str();
 }
 

@@ -140,6 +140,8 @@ TEST(Scaling, ATrendNeedsTwoSizesWithAValue) {
   EXPECT_TRUE(std::isnan(t.slope));
   EXPECT_EQ(t.direction, "");
   EXPECT_NE(t.note.find("two sizes"), std::string::npos) << t.note;
+  const std::string text = zl::format_trends(zl::claim_trends(sized), 0.95);
+  EXPECT_NE(text.find("No trend (a value at fewer than two sizes): T\n"), std::string::npos) << text;
 }
 
 TEST(Scaling, TowardTheRegionFromBelowAboveAndInside) {

@@ -69,3 +69,21 @@ def served_results():
                               capture_output=True, text=True, timeout=600, cwd=ROOT)
         assert proc.returncode == 0, proc.stderr
     return os.path.join(out, "results.h5")
+
+
+@pytest.fixture(scope="session")
+def ladder_results():
+    """A scale ladder in miniature (issue 15): the smoke study on a base, sfcl and oet at two sizes
+    (1 x 16 and 2 x 32), 2 seeds, judged by `zerolayer claims` (so /claims_trend is written)."""
+    base = os.environ.get("ZL_TEST_TMP", tempfile.gettempdir())
+    os.makedirs(base, exist_ok=True)
+    out = tempfile.mkdtemp(dir=base, prefix="ladder-")
+    study = os.path.join(out, "ladder.ini")
+    with open(study, "w") as f:
+        f.write(f"[study]\nbase = {ROOT}/ablations/smoke.ini\nname = ladder\n[output]\ndir = {out}\n"
+                "[zip.arm]\nvariant = sfcl, oet\n"
+                "[zip.size]\nmodel.layers = 1, 2\nmodel.dim = 16, 32\ntrain.steps = 60, 100\n")
+    for args in (["ablate", study], ["claims", os.path.join(out, "results.h5")]):
+        proc = subprocess.run([zerolayer_bin(), *args], capture_output=True, text=True, timeout=600, cwd=ROOT)
+        assert proc.returncode == 0, proc.stderr
+    return os.path.join(out, "results.h5")

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from zerolayer import plots
-from zerolayer.results import (CLAIM_COLUMNS, EVENT_COLUMNS, bootstrap_ci, load_claim_seeds, load_claims,
+from zerolayer.results import (CLAIM_COLUMNS, CLAIM_SEED_COLUMNS, EVENT_COLUMNS, bootstrap_ci, load_claim_seeds, load_claims,
                                load_configs, load_events, load_index, pareto_front, parse_config, settings,
                                summarize)
 
@@ -158,7 +158,10 @@ CLAIMS = {
     "verdict_holm": ["inconclusive", "refuted", "supported", "inconclusive", "inconclusive", "untestable"],
     "seeds_needed": [9, 0, 0, 0, 0, 0],
     "known_method": [""] * 6,
+    "projection": [""] * 6,
     "of_claim": [""] * 6,
+    "size": ["4x128"] * 6,
+    "params": [936192.0] * 6,
 }
 # A known method's row beside S000-kv (registry key known.h2o): stored in /claims with the claims.
 KNOWN_H2O = {"id": "S000-kv@h2o", "source": "seed 000 §3.2", "claim": "KV -58%", "metric": "kv_bytes_per_token",
@@ -166,7 +169,8 @@ KNOWN_H2O = {"id": "S000-kv@h2o", "source": "seed 000 §3.2", "claim": "KV -58%"
              "claimed": "-0.58 ± 0.10", "region_lo": -0.68, "region_hi": -0.48, "value": -0.79, "ci_lo": -0.80,
              "ci_hi": -0.78, "seeds": 3, "verdict": "refuted", "note": "", "method": "t", "t_lo": -0.80,
              "t_hi": -0.78, "boot_lo": -0.795, "boot_hi": -0.785, "bca_lo": NAN, "bca_hi": NAN, "p_support": 0.9999,
-             "p_refute": 0.0001, "verdict_holm": "", "seeds_needed": 0, "known_method": "h2o", "of_claim": "S000-kv"}
+             "p_refute": 0.0001, "verdict_holm": "", "seeds_needed": 0, "known_method": "h2o", "projection": "",
+             "of_claim": "S000-kv", "size": "4x128", "params": 936192.0}
 SEEDS = {"S000-throughput": [0.30, 0.40, 0.45], "S000-kv": [0.0, 0.0, 0.0], "S000-lookup": [220.0, 228.0, 236.0],
          "S000-share": [0.0175], "S002-quality": [0.20, 0.26, 0.32]}
 
@@ -203,7 +207,7 @@ def test_load_claim_seeds_and_the_new_claims_columns(claims_file, tmp_path):
     assert len(load_claims(older)) == 6 and len(load_claims(older, known_methods=True)) == 0
     empty = str(tmp_path / "none.h5")  # a file before `zerolayer claims`: empty frames with every column
     h5py.File(empty, "w").close()
-    assert len(load_claim_seeds(empty)) == 0 and list(load_claim_seeds(empty).columns) == ["id", "seed", "value"]
+    assert len(load_claim_seeds(empty)) == 0 and list(load_claim_seeds(empty).columns) == list(CLAIM_SEED_COLUMNS)
     assert list(load_claims(empty).columns) == list(CLAIM_COLUMNS)
 
 

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 
+import h5py
 import pytest
 
 from conftest import PYTHON_BUILD, ROOT, zerolayer_bin
@@ -70,3 +71,21 @@ def test_serving_notebook_runs_on_served_output(served_results, tmp_path):
     assert "projected" in text
     assert "projected capacity (req/s)" in text  # the projected table itself, not only a note that there is none
     assert figures >= 4  # latency against throughput, the simulator's error, the step fit, the projections
+
+
+def test_scaling_notebook_on_a_ladder_with_and_without_its_trend_table(ladder_results, tmp_path):
+    proc = execute("scaling", ladder_results, tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text, figures = outputs_text(tmp_path / "scaling.ipynb")
+    assert "2 size(s): 1x16" in text and "S000-share" in text and "t over seeds 95%" in text
+    assert figures == 1  # the small multiples of every claim with two sizes
+    bare = str(tmp_path / "bare.h5")  # the ladder before `zerolayer claims`: the trend computed now
+    shutil.copy(ladder_results, bare)
+    with h5py.File(bare, "a") as f:
+        for name in ("claims", "claims_seeds", "claims_trend"):
+            del f[name]
+    out_dir = tmp_path / "bare"
+    proc = execute("scaling", bare, out_dir)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text, figures = outputs_text(out_dir / "scaling.ipynb")
+    assert "computed now" in text and "S000-share" in text and figures == 1
