@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "sim/claims/least_squares.h"
+#include "sim/metrics.h"
 
 namespace zl {
 namespace {
@@ -39,11 +40,6 @@ double param_count(const ClaimRun& run) {
   return it == run.metrics.end() ? kNaN : it->second;
 }
 
-// Slope of y against x = log10(params), least squares.
-double slope_of(const std::vector<double>& log_params, const std::vector<double>& y) {
-  return fit_line(log_params, y).slope;
-}
-
 // Appends t's rows to `into` (same columns, same order: both from one builder).
 void append_rows(Table& into, const Table& t) {
   if (into.names.empty()) {
@@ -63,6 +59,29 @@ void append_rows(Table& into, const Table& t) {
 void add_size_columns(Table& t, const ModelSize& size, size_t rows) {
   t.add("size", std::vector<std::string>(rows, size.label));
   t.add("params", std::vector<double>(rows, size.params));
+}
+
+// The least-squares slope of y against x for `resamples` draws of the seeds
+// with replacement, each seed drawn whole: its values at every size together
+// (by_seed[size][seed]), so a draw keeps the pairing the per-size rows use.
+std::vector<double> bootstrap_slopes(const std::vector<double>& x, const std::vector<std::vector<double>>& by_seed,
+                                     int resamples, unsigned seed) {
+  const size_t n = by_seed.front().size();
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<size_t> pick(0, n - 1);
+  std::vector<double> slopes, y(by_seed.size());
+  std::vector<size_t> draw(n);
+  slopes.reserve(resamples);
+  for (int b = 0; b < resamples; ++b) {
+    for (auto& d : draw) d = pick(rng);
+    for (size_t i = 0; i < by_seed.size(); ++i) {
+      double sum = 0;
+      for (size_t d : draw) sum += by_seed[i][d];
+      y[i] = sum / n;
+    }
+    slopes.push_back(fit_line(x, y).slope);
+  }
+  return slopes;
 }
 
 std::string params_text(double p) {
@@ -162,14 +181,10 @@ std::vector<ClaimTrend> claim_trends(const std::vector<SizedClaims>& sized, doub
       if (!r->per_seed.empty() && !std::isnan(sc->size.params)) have.push_back({sc, r});
     std::set<int64_t> common;
     for (size_t i = 0; i < have.size(); ++i) {
-      std::set<int64_t> s;
-      for (const auto& [k, v] : have[i].second->per_seed) s.insert(k);
-      if (i == 0) common = s;
-      else {
-        std::set<int64_t> both;
-        std::set_intersection(common.begin(), common.end(), s.begin(), s.end(), std::inserter(both, both.end()));
-        common.swap(both);
-      }
+      std::set<int64_t> both;
+      for (const auto& [k, v] : have[i].second->per_seed)
+        if (i == 0 || common.count(k)) both.insert(k);
+      common.swap(both);
     }
     t.seeds = static_cast<int>(common.size());
     if (have.size() < 2 || common.empty()) {
@@ -194,45 +209,24 @@ std::vector<ClaimTrend> claim_trends(const std::vector<SizedClaims>& sized, doub
       }
       t.values.push_back(sum / seeds.size());
     }
-    t.slope = slope_of(x, t.values);
+    const LineFit fit = fit_line(x, t.values);
+    t.slope = fit.slope;
     if (seeds.size() >= 2) {
-      // Seeds resampled whole: a draw takes a seed's values at every size.
-      std::mt19937_64 rng(seed);
-      std::uniform_int_distribution<size_t> pick(0, seeds.size() - 1);
-      std::vector<double> slopes, y(have.size());
-      slopes.reserve(resamples);
-      std::vector<size_t> draw(seeds.size());
-      for (int b = 0; b < resamples; ++b) {
-        for (auto& d : draw) d = pick(rng);
-        for (size_t i = 0; i < have.size(); ++i) {
-          double sum = 0;
-          for (size_t d : draw) sum += by_seed[i][d];
-          y[i] = sum / draw.size();
-        }
-        slopes.push_back(slope_of(x, y));
-      }
-      std::sort(slopes.begin(), slopes.end());
-      const double a = (1 - level) / 2;
-      auto quantile = [&](double q) {
-        const double pos = q * (slopes.size() - 1);
-        const size_t i = static_cast<size_t>(std::floor(pos));
-        const double f = pos - i;
-        return i + 1 < slopes.size() ? slopes[i] * (1 - f) + slopes[i + 1] * f : slopes[i];
-      };
-      t.lo = quantile(a);
-      t.hi = quantile(1 - a);
+      const auto boot = bootstrap_slopes(x, by_seed, resamples, seed);
+      const double a = 100 * (1 - level) / 2;
+      t.lo = percentile(boot, a);
+      t.hi = percentile(boot, 100 - a);
       // Each seed's own slope; their t interval does not shrink to the range
       // of three values as the bootstrap does.
       std::vector<double> per_seed;
       for (size_t d = 0; d < seeds.size(); ++d) {
         std::vector<double> ys;
         for (size_t i = 0; i < have.size(); ++i) ys.push_back(by_seed[i][d]);
-        per_seed.push_back(slope_of(x, ys));
+        per_seed.push_back(fit_line(x, ys).slope);
       }
       const Interval ti = MeanEstimate(per_seed).interval(CiMethod::t, level);
       t.t_lo = ti.lo;
       t.t_hi = ti.hi;
-      const LineFit fit = fit_line(x, t.values);
       const double at_largest = fit.intercept + fit.slope * *std::max_element(x.begin(), x.end());
       const int want = toward_region(at_largest, t.spec->region_lo, t.spec->region_hi);
       if (t.lo <= 0 && t.hi >= 0) t.direction = "flat";
