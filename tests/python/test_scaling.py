@@ -3,6 +3,8 @@ size by size, with a trend per claim; on a hand-made file the trend's slope,
 intervals and direction are the known answer; on a real miniature ladder
 (the smoke study at two sizes) the CLI, the Python API and the file agree."""
 import os
+import subprocess
+import sys
 
 import h5py
 import numpy as np
@@ -95,3 +97,19 @@ def test_a_real_miniature_ladder_agrees_across_cli_python_and_file(ladder_result
     rows = zl_native.claims(ladder_results, write=False)
     assert {(r["id"], r["size"]) for r in rows if r["id"] == "S000-share"} == {("S000-share", "1x16"),
                                                                               ("S000-share", "2x32")}
+
+
+def test_the_readme_tables_script(ladder_results, tmpdir_zl):
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                          "python", "scale_table.py")
+    proc = subprocess.run([sys.executable, script, ladder_results], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("| claim | 1x16 (") and "| 2x32 (" in lines[0] and lines[0].endswith("| trend |")
+    share = next(line for line in lines if line.startswith("| S000-share |"))
+    trend = load_claim_trend(ladder_results).set_index("id")
+    assert share.endswith(f"| {trend.at['S000-share', 'direction']} |") and f"{trend.at['S000-share', 'slope']:+.3g}" in share
+    single = os.path.join(tmpdir_zl, "single.h5")
+    write_ladder(single, lambda k, seed: 0.37, sizes=SIZES[:1])
+    proc = subprocess.run([sys.executable, script, single], capture_output=True, text=True)
+    assert proc.returncode != 0 and "not a file of several model sizes" in proc.stderr
