@@ -240,25 +240,24 @@ std::vector<ClaimTrend> claim_trends(const std::vector<SizedClaims>& sized, doub
   return out;
 }
 
-Table sized_claims_table(const std::vector<SizedClaims>& sized) {
+namespace {
+
+// One table of every size's rows: `build` makes a size's, then its size columns.
+Table per_size(const std::vector<SizedClaims>& sized, Table (*build)(const std::vector<ClaimResult>&)) {
   Table out;
   for (const auto& sc : sized) {
-    Table t = claims_table(sc.results);
+    Table t = build(sc.results);
     add_size_columns(t, sc.size, t.rows());
     append_rows(out, t);
   }
   return out;
 }
 
-Table sized_claim_seeds_table(const std::vector<SizedClaims>& sized) {
-  Table out;
-  for (const auto& sc : sized) {
-    Table t = claim_seeds_table(sc.results);
-    add_size_columns(t, sc.size, t.rows());
-    append_rows(out, t);
-  }
-  return out;
-}
+}  // namespace
+
+Table sized_claims_table(const std::vector<SizedClaims>& sized) { return per_size(sized, claims_table); }
+
+Table sized_claim_seeds_table(const std::vector<SizedClaims>& sized) { return per_size(sized, claim_seeds_table); }
 
 Table claim_trends_table(const std::vector<ClaimTrend>& trends) {
   std::vector<std::string> id, direction, note, sizes;
