@@ -181,18 +181,34 @@ Calibrated calibrate_now(OpenRun& run, const Setup& su, uint64_t seed, Profile* 
   return out;
 }
 
+// The keys a step's rows attend over: a part of t tokens at context c
+// attends c + 1, ..., c + t. Kept with each step so that a cost model can be
+// refitted from the file alone (issue 14: the fits at the widest batch moved
+// by ±16% between profiles while the steps did not).
+int64_t attended_keys(const StepShape& shape) {
+  int64_t keys = 0;
+  for (const auto& p : shape.parts) keys += p.tokens * p.context + p.tokens * (p.tokens + 1) / 2;
+  return keys;
+}
+
 // serve/profile: each profiled step's size, duration and the fit's figure.
 Table profile_table(const Profile& prof, const StepCostModel& cost) {
-  std::vector<int64_t> tokens, parts, ns, predicted;
+  std::vector<int64_t> tokens, parts, decodes, keys, after_idle, ns, predicted;
   for (const auto& p : prof.steps) {
     tokens.push_back(p.shape.tokens());
     parts.push_back(p.shape.parts.size());
+    decodes.push_back(p.shape.decodes());
+    keys.push_back(attended_keys(p.shape));
+    after_idle.push_back(p.shape.after_idle);
     ns.push_back(p.ns);
     predicted.push_back(cost.step_ns(p.shape));
   }
   Table t;
   t.add("tokens", tokens);
   t.add("parts", parts);
+  t.add("decodes", decodes);
+  t.add("keys", keys);
+  t.add("after_idle", after_idle);
   t.add("ns", ns);
   t.add("predicted_ns", predicted);
   return t;
@@ -232,7 +248,8 @@ void print_loads(const std::string& variant, const LoadRows& rows) {
 
 Table steps_table(const std::vector<StepRecord>& steps, const std::vector<double>& load_of_step,
                   const std::vector<int64_t>& predicted_ns) {
-  std::vector<int64_t> start, end, parts, tokens, decodes, prefill, samples, dropped, running, waiting, preempted, blocks;
+  std::vector<int64_t> start, end, parts, tokens, decodes, prefill, keys, after_idle, samples, dropped, running, waiting,
+      preempted, blocks;
   std::vector<double> load;
   for (size_t i = 0; i < steps.size(); ++i) {
     const auto& s = steps[i];
@@ -242,6 +259,8 @@ Table steps_table(const std::vector<StepRecord>& steps, const std::vector<double
     tokens.push_back(s.shape.tokens());
     decodes.push_back(s.shape.decodes());
     prefill.push_back(s.shape.prefill_tokens());
+    keys.push_back(attended_keys(s.shape));
+    after_idle.push_back(s.shape.after_idle);
     int64_t n = 0, d = 0;
     for (const auto& p : s.shape.parts) n += p.samples;
     for (int64_t x : s.dropped) d += x;
@@ -262,6 +281,8 @@ Table steps_table(const std::vector<StepRecord>& steps, const std::vector<double
   t.add("tokens", tokens);
   t.add("decodes", decodes);
   t.add("prefill_tokens", prefill);
+  t.add("keys", keys);
+  t.add("after_idle", after_idle);
   t.add("samples", samples);
   t.add("dropped", dropped);
   t.add("running", running);

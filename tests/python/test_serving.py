@@ -40,6 +40,12 @@ def test_steps_profile_and_projection_are_recorded(served_results):
         assert (g.start_ns.to_numpy()[1:] >= g.end_ns.to_numpy()[:-1]).all()
     profile = load_serving(served_results, "profile")
     assert len(profile) >= 16
+    # Each step's attended keys, for a refit from the file: a decode at context c attends c + 1 keys, so a
+    # step's keys are at least its tokens, and decode-only steps attend more than one key a row.
+    for table in (profile, steps):
+        assert (table["keys"] >= table["tokens"]).all() and set(table["after_idle"]) <= {0, 1}
+    decode_only = steps[(steps.prefill_tokens == 0) & (steps.decodes > 0)]
+    assert len(decode_only) and (decode_only["keys"] > decode_only["decodes"]).all()
     projected = load_serving(served_results, "projected")
     assert set(projected.label) == {"projected"}
     assert set(projected.accelerator) == {"H100-SXM"} and set(projected["shape"]) == {"llama2-7b"}
