@@ -28,13 +28,6 @@ std::string config_or(const ClaimRun& run, const std::string& key, const std::st
   return it == run.config.end() ? fallback : it->second;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return kNaN;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 double param_count(const ClaimRun& run) {
   auto it = run.metrics.find("params");
   return it == run.metrics.end() ? kNaN : it->second;
@@ -110,7 +103,7 @@ std::vector<ModelSize> model_sizes(const std::vector<ClaimRun>& runs) {
   }
   std::vector<ModelSize> out;
   for (auto& [sig, s] : by_sig) {
-    if (!baseline_params[sig].empty()) s.params = median(baseline_params[sig]);
+    if (!baseline_params[sig].empty()) s.params = percentile(baseline_params[sig], 50);  // the median
     else if (!any_params[sig].empty()) s.params = *std::min_element(any_params[sig].begin(), any_params[sig].end());
     out.push_back(s);
   }

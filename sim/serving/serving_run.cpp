@@ -191,24 +191,43 @@ int64_t attended_keys(const StepShape& shape) {
   return keys;
 }
 
-// serve/profile: each profiled step's size, duration and the fit's figure.
+// What serve/profile and serve/steps both say of a step's shape, in this
+// column order: parts, tokens, decodes, prefill_tokens, keys, after_idle, samples.
+struct ShapeColumns {
+  std::vector<int64_t> parts, tokens, decodes, prefill, keys, after_idle, samples;
+  void add(const StepShape& shape) {
+    parts.push_back(shape.parts.size());
+    tokens.push_back(shape.tokens());
+    decodes.push_back(shape.decodes());
+    prefill.push_back(shape.prefill_tokens());
+    keys.push_back(attended_keys(shape));
+    after_idle.push_back(shape.after_idle);
+    int64_t n = 0;
+    for (const auto& p : shape.parts) n += p.samples;
+    samples.push_back(n);
+  }
+  void into(Table& t) const {
+    t.add("parts", parts);
+    t.add("tokens", tokens);
+    t.add("decodes", decodes);
+    t.add("prefill_tokens", prefill);
+    t.add("keys", keys);
+    t.add("after_idle", after_idle);
+    t.add("samples", samples);
+  }
+};
+
+// serve/profile: each profiled step's shape, duration and the fit's figure.
 Table profile_table(const Profile& prof, const StepCostModel& cost) {
-  std::vector<int64_t> tokens, parts, decodes, keys, after_idle, ns, predicted;
+  ShapeColumns shape;
+  std::vector<int64_t> ns, predicted;
   for (const auto& p : prof.steps) {
-    tokens.push_back(p.shape.tokens());
-    parts.push_back(p.shape.parts.size());
-    decodes.push_back(p.shape.decodes());
-    keys.push_back(attended_keys(p.shape));
-    after_idle.push_back(p.shape.after_idle);
+    shape.add(p.shape);
     ns.push_back(p.ns);
     predicted.push_back(cost.step_ns(p.shape));
   }
   Table t;
-  t.add("tokens", tokens);
-  t.add("parts", parts);
-  t.add("decodes", decodes);
-  t.add("keys", keys);
-  t.add("after_idle", after_idle);
+  shape.into(t);
   t.add("ns", ns);
   t.add("predicted_ns", predicted);
   return t;
@@ -248,42 +267,26 @@ void print_loads(const std::string& variant, const LoadRows& rows) {
 
 Table steps_table(const std::vector<StepRecord>& steps, const std::vector<double>& load_of_step,
                   const std::vector<int64_t>& predicted_ns) {
-  std::vector<int64_t> start, end, parts, tokens, decodes, prefill, keys, after_idle, samples, dropped, running, waiting,
-      preempted, blocks;
-  std::vector<double> load;
-  for (size_t i = 0; i < steps.size(); ++i) {
-    const auto& s = steps[i];
+  ShapeColumns shape;
+  std::vector<int64_t> start, end, dropped, running, waiting, preempted, blocks;
+  for (const auto& s : steps) {
     start.push_back(s.start_ns);
     end.push_back(s.end_ns);
-    parts.push_back(s.shape.parts.size());
-    tokens.push_back(s.shape.tokens());
-    decodes.push_back(s.shape.decodes());
-    prefill.push_back(s.shape.prefill_tokens());
-    keys.push_back(attended_keys(s.shape));
-    after_idle.push_back(s.shape.after_idle);
-    int64_t n = 0, d = 0;
-    for (const auto& p : s.shape.parts) n += p.samples;
+    shape.add(s.shape);
+    int64_t d = 0;
     for (int64_t x : s.dropped) d += x;
-    samples.push_back(n);
     dropped.push_back(d);
     running.push_back(s.running);
     waiting.push_back(s.waiting);
     preempted.push_back(s.preempted);
     blocks.push_back(s.free_blocks);
-    load.push_back(load_of_step[i]);
   }
   Table t;
-  t.add("load", load);
+  t.add("load", load_of_step);
   t.add("start_ns", start);
   t.add("end_ns", end);
   t.add("predicted_ns", predicted_ns);  // the figure of the cost model calibrated just before its load
-  t.add("parts", parts);
-  t.add("tokens", tokens);
-  t.add("decodes", decodes);
-  t.add("prefill_tokens", prefill);
-  t.add("keys", keys);
-  t.add("after_idle", after_idle);
-  t.add("samples", samples);
+  shape.into(t);
   t.add("dropped", dropped);
   t.add("running", running);
   t.add("waiting", waiting);

@@ -23,9 +23,12 @@ struct Line {
   Origin origin;
 };
 
+bool is_grid(const std::string& section) { return section == "grid"; }
+bool is_zip(const std::string& section) { return section == "zip" || section.rfind("zip.", 0) == 0; }
+
 // The study's own sections, and every section a config key lives in.
 bool known_section(const std::string& section) {
-  if (section == "study" || section == "grid" || section == "zip" || section.rfind("zip.", 0) == 0) return true;
+  if (section == "study" || is_grid(section) || is_zip(section)) return true;
   for (const auto& k : config_keys())
     if (k.name.rfind(section + ".", 0) == 0) return true;
   return false;
@@ -61,9 +64,6 @@ std::vector<Line> read_lines(const std::string& text, const std::string& path) {
 std::string dotted(const std::string& section, const std::string& key) {
   return section.empty() ? key : section + "." + key;
 }
-
-bool is_grid(const std::string& section) { return section == "grid"; }
-bool is_zip(const std::string& section) { return section == "zip" || section.rfind("zip.", 0) == 0; }
 
 std::string read_file(const std::string& path, const std::string& named_at) {
   const std::string where = named_at.empty() ? "" : named_at + ": ";
