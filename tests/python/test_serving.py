@@ -26,10 +26,14 @@ def test_serve_bench_measures_and_simulates_each_load(served_results):
         assert name in loads.columns, name
     assert (base.completed == 24).all()
     assert (base.median_ttft_ms > 0).all() and (base.request_throughput > 0).all()
-    # Overload queues: the simulated TTFT grows with the load (the measured
-    # one too, but 24 requests on a tiny model are within this machine's noise).
-    ttft = base[base.side == "simulated"].sort_values("load").median_ttft_ms.to_numpy()
-    assert ttft[-1] > ttft[0]
+    # Overload queues: at 1.5x capacity the simulated server cannot keep up
+    # with the offered rate, at 0.3x it does. (Not the median TTFT: on 24
+    # requests of this tiny model the wake-up after an idle wait, up to
+    # 0.5 ms and different in every profile, outweighs the queue: it came out
+    # lower at overload in 1 of 5 runs even on one cost model.)
+    sim = base[base.side == "simulated"].sort_values("load")
+    kept_up = (sim.request_throughput / sim.rate).to_numpy()
+    assert kept_up[-1] < kept_up[0]
 
 
 def test_steps_profile_and_projection_are_recorded(served_results):
