@@ -122,27 +122,11 @@ bool decode_only(const StepShape& s) {
   return !s.parts.empty();
 }
 
-// A decode-only step's place in the decode table: its groups on the team
-// and the sequences its largest group holds (on two threads, 7 and 8
-// sequences both put 4 on the slower one, and cost alike).
-DecodeKey decode_key(const TeamGroups& groups) {
-  int64_t most = 0;
-  for (auto [b, e] : groups) most = std::max<int64_t>(most, e - b);
-  return {static_cast<int64_t>(groups.size()), most};
-}
-
-// The keys the most loaded group of a decode-only step attends over.
-double group_keys(const StepShape& s, const TeamGroups& groups) {
-  double most = 0;
-  for (auto [b, e] : groups) most = std::max(most, work(s, b, e)[1]);
-  return most;
-}
-
-// Decode-only steps of one key needed for a line of their own.
+// Decode-only steps of one batch size needed for a line of their own.
 constexpr size_t kMinPerSize = 12;
 
-// Least squares ns ≈ a + b·keys, then again without the stalls. A key
-// profiled at a single context gets a flat line.
+// Least squares ns ≈ a + b·keys, then again without the stalls. A batch
+// size profiled at a single context gets a flat line.
 DecodeLine line_without_stalls(const std::vector<std::pair<double, double>>& points, std::vector<bool>& keep) {
   auto solve = [](const std::vector<std::pair<double, double>>& pts) {
     double mx = 0, my = 0;
@@ -157,7 +141,7 @@ DecodeLine line_without_stalls(const std::vector<std::pair<double, double>>& poi
     for (auto [x, y] : pts) lo = std::min(lo, x), hi = std::max(hi, x);
     return DecodeLine{my - b * mx, b, lo, hi};
   };
-  // Stalls out (is_stall), judged first against the key's median (a line
+  // Stalls out (is_stall), judged first against the size's median (a line
   // through a dozen points, one a stall, would lean towards it), then
   // against the line through the rest.
   keep.assign(points.size(), true);
@@ -211,25 +195,24 @@ double CalibratedCost::structural_ns(const StepShape& step, const TeamGroups& gr
 
 double CalibratedCost::decode_ns(const StepShape& step, const TeamGroups& cut) const {
   if (!decode_only(step) || decode_.empty()) return NAN;
-  const auto [groups, most] = decode_key(cut);
-  const double keys = group_keys(step, cut);
+  const auto size = static_cast<int64_t>(step.parts.size());
+  const double keys = static_cast<double>(step.keys());
   auto at = [&](const DecodeLine& l) {
     const double reach = 0.1 * (l.keys_hi - l.keys_lo) + 1;
     return keys < l.keys_lo - reach || keys > l.keys_hi + reach ? NAN : l.intercept + l.slope * keys;
   };
-  // Its own line, or the two nearest sizes on either side with as many groups, interpolated.
-  auto hi = decode_.lower_bound({groups, most});
+  // Its own line, or the nearest sizes on either side, interpolated.
+  auto hi = decode_.lower_bound(size);
   double t = NAN;
-  if (hi != decode_.end() && hi->first == DecodeKey{groups, most}) {
+  if (hi != decode_.end() && hi->first == size) {
     t = at(hi->second);
-  } else if (hi != decode_.begin() && hi != decode_.end() && hi->first.first == groups &&
-             std::prev(hi)->first.first == groups) {
+  } else if (hi != decode_.begin() && hi != decode_.end()) {
     const auto lo = std::prev(hi);
-    const double w = static_cast<double>(most - lo->first.second) / (hi->first.second - lo->first.second);
+    const double w = static_cast<double>(size - lo->first) / (hi->first - lo->first);
     t = (1 - w) * at(lo->second) + w * at(hi->second);
   }
   // The table holds steps that ran straight after another; a wake-up is the structural fit's.
-  if (std::isfinite(t) && step.after_idle) t += (groups == 1 ? alone_ : grouped_)[6];
+  if (std::isfinite(t) && step.after_idle) t += (cut.size() == 1 ? alone_ : grouped_)[6];
   return t;
 }
 
@@ -252,27 +235,26 @@ Calibration calibrate(const std::vector<ProfiledStep>& profile, int team) {
                                 std::to_string(many.size()) + " of several; " +
                                 (cuts ? "at least 8 of each are needed" : "at least 8 are needed (a team of one cuts none)"));
   Fit a = fit(one, team, false), g = cuts ? fit(many, team, true) : Fit{a.c, {}};
-  // The decode table: per key, a line in the slowest group's keys,
-  // from the steps that ran straight after another.
-  std::map<DecodeKey, std::vector<std::pair<double, double>>> by_key;  // -> (keys, ns)
-  std::map<DecodeKey, std::vector<const ProfiledStep*>> of_key;
+  // The decode table: per batch size, a line in the keys attended, from
+  // the steps that ran straight after another.
+  std::map<int64_t, std::vector<std::pair<double, double>>> by_size;  // -> (keys, ns)
+  std::map<int64_t, std::vector<const ProfiledStep*>> of_size;
   for (const auto& p : profile)
     if (decode_only(p.shape) && !p.shape.after_idle) {
-      const TeamGroups groups = team_groups(p.shape, team);
-      const DecodeKey k = decode_key(groups);
-      by_key[k].emplace_back(group_keys(p.shape, groups), static_cast<double>(p.ns));
-      of_key[k].push_back(&p);
+      const auto size = static_cast<int64_t>(p.shape.parts.size());
+      by_size[size].emplace_back(static_cast<double>(p.shape.keys()), static_cast<double>(p.ns));
+      of_size[size].push_back(&p);
     }
   DecodeTable lines;
   // A step is an outlier when the model that predicts it left it out.
   std::set<const ProfiledStep*> tabled, left_out;
-  for (const auto& [k, points] : by_key) {
+  for (const auto& [size, points] : by_size) {
     if (points.size() < kMinPerSize) continue;
     std::vector<bool> keep;
-    lines[k] = line_without_stalls(points, keep);
+    lines[size] = line_without_stalls(points, keep);
     for (size_t i = 0; i < points.size(); ++i) {
-      tabled.insert(of_key[k][i]);
-      if (!keep[i]) left_out.insert(of_key[k][i]);
+      tabled.insert(of_size[size][i]);
+      if (!keep[i]) left_out.insert(of_size[size][i]);
     }
   }
   for (const auto& [steps, f] : {std::pair{&one, &a}, std::pair{&many, &g}})

@@ -18,12 +18,13 @@
 //
 // Decode-only steps, most of a served run, are not linear in their batch
 // here (two threads share one memory bus and caches: measured per-batch
-// medians bend by 10-15% off any line). For them the profile is also kept
-// as a table, as Vidur keeps decode attention's (keyed on batch size and KV
-// length): keyed on how the team splits the step (its groups, and the
-// sequences of the largest), a line in the keys the slowest group attends
-// over, for every key profiled often enough; between profiled keys the two
-// nearest lines are interpolated; past them, the structural model answers.
+// medians bend by 10-15% off any line, and a batch of 11 costs 10-20% less
+// than one of 12 though both put 6 sequences on the slower thread). For
+// them the profile is also kept as a table, as Vidur keeps decode
+// attention's (keyed on batch size and KV length): per batch size profiled
+// often enough, a line in the keys the step attends over; between profiled
+// sizes the two nearest lines are interpolated; past them, the structural
+// model answers.
 // A step after an idle wait adds the structural fit's wake-up cost.
 #pragma once
 #include <array>
@@ -46,19 +47,16 @@ TeamGroups team_groups(const StepShape& shape, int team);
 // sequence, per logits row, waking after an idle wait}.
 using StepCoefficients = std::array<double, 7>;
 
-// A decode-only step of one key: intercept + slope · the slowest group's keys.
+// Decode-only steps of one batch size: intercept + slope · the keys they attend.
 struct DecodeLine {
   double intercept = 0, slope = 0;
   double keys_lo = 0, keys_hi = 0;  // the keys it was fitted over: it does not answer far outside them
 };
-// (groups the team cuts the step into, sequences in the largest group).
-using DecodeKey = std::pair<int64_t, int64_t>;
-using DecodeTable = std::map<DecodeKey, DecodeLine>;
-
+using DecodeTable = std::map<int64_t, DecodeLine>;  // by decodes in the step
 class CalibratedCost : public StepCostModel {
  public:
-  // `decode_lines`: the decode table (keys the profile had too few steps of
-  // are absent); empty: the structural model alone.
+  // `decode_lines`: the decode table (batch sizes the profile had too few
+  // steps of are absent); empty: the structural model alone.
   CalibratedCost(int team, StepCoefficients alone, StepCoefficients grouped, DecodeTable decode_lines = {})
       : team_(team), alone_(alone), grouped_(grouped), decode_(std::move(decode_lines)) {}
   int64_t step_ns(const StepShape& step) const override;

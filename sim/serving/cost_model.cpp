@@ -21,4 +21,10 @@ int64_t StepShape::decodes() const {
   return n;
 }
 
+int64_t StepShape::keys() const {
+  int64_t n = 0;
+  for (const auto& p : parts) n += p.tokens * p.context + p.tokens * (p.tokens + 1) / 2;
+  return n;
+}
+
 }  // namespace zl

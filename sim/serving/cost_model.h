@@ -25,6 +25,7 @@ struct StepShape {
   int64_t tokens() const;        // Σ tokens
   int64_t prefill_tokens() const;  // Σ tokens of the parts with tokens > 1 or context == 0
   int64_t decodes() const;         // parts that are single-token decodes at context > 0
+  int64_t keys() const;            // Σ keys the rows attend: a part of t tokens at context c attends c + 1, ..., c + t
 };
 
 class StepCostModel {

@@ -51,6 +51,7 @@ ServeResult serve(const std::vector<ServeRequest>& requests, const SchedulerOpti
       ++finished;
     }
     rec.shape = plan.shape();
+    for (const auto& p : plan.parts) rec.requests.push_back(p.request);
     rec.dropped = dropped;
     out.steps.push_back(std::move(rec));
   }

@@ -34,7 +34,8 @@ class StepRunner {
 struct StepRecord {
   int64_t start_ns = 0, end_ns = 0;
   StepShape shape;
-  std::vector<int64_t> dropped;  // per part
+  std::vector<int64_t> requests;  // per part: the request it feeds
+  std::vector<int64_t> dropped;   // per part
   int64_t running = 0, waiting = 0, preempted = 0;  // the scheduler's queues when it was planned
   int64_t free_blocks = 0;                          // after planning
 };

@@ -78,9 +78,10 @@ Setup setup(OpenRun& run, RunRecord& r) {
   // sfvl: the simulator draws re-samples at the rate the profile saw (set
   // there; the quality pass's trigger rate until then).
   if (out.how.hook) {
+    out.resample.drop = cfg.verify.drop;
+    out.resample.max_retries = cfg.verify.max_retries;
     auto rate = m.find("trigger_rate");
-    if (rate != m.end() && std::isfinite(rate->second))
-      out.resample = {rate->second, cfg.verify.drop, cfg.verify.max_retries};
+    if (rate != m.end() && std::isfinite(rate->second)) out.resample.rate = rate->second;
   }
   return out;
 }
@@ -98,24 +99,19 @@ ServeResult serve_real(OpenRun& run, const Setup& su, const std::vector<ServeReq
 // and once with a small token budget so that chunked prefills share steps
 // with decodes; then open loop, Poisson arrivals at three shares of the
 // closed loop's throughput, where single prompts join running batches.
-// With a hook (sfvl), also the share of sampled tokens its review took back
-// there: what the simulator draws re-samples at.
+// With a hook (sfvl), also what its review did there (sim/serving/resample.h):
+// the rates the simulator draws re-samples at.
 struct Profile {
   std::vector<ProfiledStep> steps;
-  int64_t samples = 0, fires = 0;
+  ReviewTally reviews;
 };
 
 Profile profile(OpenRun& run, const Setup& su, uint64_t seed) {
-  Profile out;
+  Profile out{{}, ReviewTally(su.resample.max_retries)};
   auto keep = [&](const ServeResult& res) {
-    for (size_t i = 0; i < res.steps.size(); ++i) {
-      const StepRecord& st = res.steps[i];
-      for (size_t k = 0; k < st.shape.parts.size(); ++k) {
-        out.samples += st.shape.parts[k].samples;
-        out.fires += st.dropped[k] > 0;
-      }
-      if (i > 0) out.steps.push_back({st.shape, st.end_ns - st.start_ns});  // the first step pays for packing the weights
-    }
+    out.reviews.add(res.steps);
+    for (size_t i = 1; i < res.steps.size(); ++i)  // the first step pays for packing the weights
+      out.steps.push_back({res.steps[i].shape, res.steps[i].end_ns - res.steps[i].start_ns});
   };
   auto pass = [&](int64_t width, int64_t budget, double rate, int64_t requests, uint64_t k) {
     SchedulerOptions sched = su.sched;
@@ -176,19 +172,9 @@ struct Calibrated {
 Calibrated calibrate_now(OpenRun& run, const Setup& su, uint64_t seed, Profile* kept = nullptr) {
   Profile prof = profile(run, su, seed);
   Calibrated out{calibrate(prof.steps, at::get_num_threads()), su.resample};
-  if (su.how.hook && prof.samples > 0) out.resample.rate = static_cast<double>(prof.fires) / prof.samples;
+  if (su.how.hook && prof.reviews.samples() > 0) out.resample = prof.reviews.model(su.resample.drop);
   if (kept) *kept = std::move(prof);
   return out;
-}
-
-// The keys a step's rows attend over: a part of t tokens at context c
-// attends c + 1, ..., c + t. Kept with each step so that a cost model can be
-// refitted from the file alone (issue 14: the fits at the widest batch moved
-// by ±16% between profiles while the steps did not).
-int64_t attended_keys(const StepShape& shape) {
-  int64_t keys = 0;
-  for (const auto& p : shape.parts) keys += p.tokens * p.context + p.tokens * (p.tokens + 1) / 2;
-  return keys;
 }
 
 // What serve/profile and serve/steps both say of a step's shape, in this
@@ -200,7 +186,7 @@ struct ShapeColumns {
     tokens.push_back(shape.tokens());
     decodes.push_back(shape.decodes());
     prefill.push_back(shape.prefill_tokens());
-    keys.push_back(attended_keys(shape));
+    keys.push_back(shape.keys());  // kept so that a cost model can be refitted from the file alone
     after_idle.push_back(shape.after_idle);
     int64_t n = 0;
     for (const auto& p : shape.parts) n += p.samples;
@@ -325,11 +311,14 @@ void serve_run(OpenRun& run, RunRecord& r) {
       for (const auto& p : su.prompts) check.add(id++, p.size(), su.output_len);
   }
 
-  Profile prof;
+  Profile prof{{}, ReviewTally(su.resample.max_retries)};
   const Calibrated first = calibrate_now(run, su, seed, &prof);
   const Calibration& cal = first.cal;
   su.resample = first.resample;
-  if (su.how.hook) m["serve_resample_rate"] = su.resample.rate;
+  if (su.how.hook) {
+    m["serve_resample_rate"] = su.resample.rate;
+    m["serve_resample_retry_rate"] = su.resample.retry_rate;
+  }
   m["serve_calibration_steps"] = static_cast<double>(cal.steps);
   m["serve_calibration_outliers"] = static_cast<double>(cal.outliers);
   m["serve_calibration_median_error"] = cal.median_abs_error;

@@ -15,15 +15,11 @@ int64_t SimulatedRunner::run(const StepPlan& plan, int64_t start_ns, std::vector
     const auto& p = plan.parts[i];
     if (!p.samples || resample_.rate <= 0) continue;
     if (p.request >= static_cast<int64_t>(reviews_.size())) reviews_.resize(p.request + 1);
-    Review& r = reviews_[p.request];
-    ++r.produced;
-    if (r.produced > r.fired_at) r.retries = 0;  // past the furthest fire: a fresh budget
-    if (r.retries >= resample_.max_retries || u(rng_) >= resample_.rate) continue;
+    ReviewState& r = reviews_[p.request];
+    if (!r.sampled(resample_.max_retries) || u(rng_) >= resample_.rate_at(r.retrying())) continue;
     int64_t d = resample_.drop == "2" ? 2 : resample_.drop == "random" ? 1 + static_cast<int64_t>(rng_() % 2) : 1;
-    d = std::min(d, r.produced);
-    ++r.retries;
-    r.fired_at = std::max(r.fired_at, r.produced);
-    r.produced -= d;
+    d = std::min(d, r.produced());
+    r.took_back(d);
     dropped[i] = d;
   }
   return start_ns + std::max<int64_t>(1, cost_.step_ns(plan.shape()));

@@ -12,20 +12,11 @@
 #include <vector>
 
 #include "sim/serving/cost_model.h"
+#include "sim/serving/resample.h"
 #include "sim/serving/serve_loop.h"
 #include "sim/serving/serving_metrics.h"
 
 namespace zl {
-
-// sfvl's review as the simulator sees it: each sampled token fires with
-// probability `rate` while its position has retries left, and a fire takes
-// back `drop` tokens ("1", "2", or "random": 1 or 2 evenly), never more than
-// the request has produced. Rate 0: no review.
-struct ResampleModel {
-  double rate = 0;
-  std::string drop = "1";
-  int64_t max_retries = 3;
-};
 
 class SimulatedRunner : public StepRunner {
  public:
@@ -36,12 +27,7 @@ class SimulatedRunner : public StepRunner {
   const StepCostModel& cost_;
   ResampleModel resample_;
   std::mt19937_64 rng_;
-  // Per request: the tokens it has produced and the retry budget of the
-  // furthest position it fired at (as sim/stages/verify_hook.h keeps it).
-  struct Review {
-    int64_t produced = 0, fired_at = -1, retries = 0;
-  };
-  std::vector<Review> reviews_;
+  std::vector<ReviewState> reviews_;  // by request
 };
 
 // Gives back recorded steps in order: each one's duration and drops.

@@ -9,7 +9,8 @@
 //   the saturated throughput max_num_seqs / (output_len · c);
 // - capacity and the highest rate meeting an SLO move the right way;
 // - sfvl's re-sampling model takes back about `rate` of the tokens, within
-//   its retry budget, never more than was produced;
+//   its retry budget, never more than was produced, and the rates read
+//   back from a served run are those it was drawn at;
 // - calibration: the team groups follow DecodeStep::run_rows's cut, and a
 //   fit recovers known coefficients through noise and outliers.
 #include <gtest/gtest.h>
@@ -452,6 +453,84 @@ TEST(ServingResample, NeverTakesBackMoreThanWasProduced) {
   }
 }
 
+// The review's rates read back from a served run (ReviewTally): they are
+// the rates the run was drawn at, at fresh and at retried positions, where
+// the share of all sampled tokens taken back is not (a position out of
+// retries keeps its token, so that share counts the budget twice).
+TEST(ServingResample, TheTallyReadsBackTheRatesARunWasDrawnAt) {
+  ResampleModel m;
+  m.rate = 0.35;
+  m.retry_rate = 0.6;
+  m.drop = "random";
+  m.max_retries = 3;
+  auto cost = constant_cost(kMs);
+  const auto reqs = uniform_requests(std::vector<int64_t>(400, 0), 4, 64);
+  const ServeResult out = zl::simulate(cost, m, reqs, zl::scheduler_options(16, 1000, 16, 256), 11);
+  zl::ReviewTally tally(m.max_retries);
+  tally.add(out.steps);
+  const ResampleModel read = tally.model(m.drop);
+  auto sd = [](double p, int64_t n) { return std::sqrt(p * (1 - p) / static_cast<double>(n)); };
+  ASSERT_GT(tally.could_fire(false), 20000);
+  ASSERT_GT(tally.could_fire(true), 5000);
+  EXPECT_NEAR(read.rate, m.rate, 4 * sd(m.rate, tally.could_fire(false)));
+  EXPECT_NEAR(read.retry_rate, m.retry_rate, 4 * sd(m.retry_rate, tally.could_fire(true)));
+  EXPECT_EQ(read.drop, "random");
+  EXPECT_EQ(read.max_retries, 3);
+  // The naive share, fires over every sampled token, falls well short.
+  const double naive = static_cast<double>(tally.fires(false) + tally.fires(true)) / tally.samples();
+  EXPECT_LT(naive, m.rate + 0.5 * (m.retry_rate - m.rate) - 0.05);
+  EXPECT_LT(tally.could_fire(false) + tally.could_fire(true), tally.samples());  // some positions ran out
+
+  // Served again on the rates read back, the run samples as many tokens per
+  // request (within 2%); on the naive share, clearly fewer.
+  auto samples_of = [&](const ResampleModel& r) {
+    int64_t n = 0;
+    for (const auto& st : zl::simulate(cost, r, reqs, zl::scheduler_options(16, 1000, 16, 256), 12).steps)
+      for (const auto& p : st.shape.parts) n += p.samples;
+    return static_cast<double>(n);
+  };
+  ResampleModel flat = m;
+  flat.rate = naive;
+  flat.retry_rate = NAN;
+  const double real = tally.samples();
+  EXPECT_NEAR(samples_of(read) / real, 1.0, 0.02);
+  EXPECT_LT(samples_of(flat) / real, 0.9);
+}
+
+TEST(ServingResample, OneRateServesBothKindsOfPosition) {
+  ResampleModel m;
+  m.rate = 0.3;
+  EXPECT_EQ(m.rate_at(true), 0.3);
+  auto cost = constant_cost(kMs);
+  const ServeResult out = zl::simulate(cost, m, uniform_requests(std::vector<int64_t>(200, 0), 4, 40),
+                                       zl::scheduler_options(16, 1000, 16, 256), 3);
+  zl::ReviewTally tally(m.max_retries);
+  tally.add(out.steps);
+  const ResampleModel read = tally.model("1");
+  EXPECT_NEAR(read.rate, 0.3, 0.03);
+  EXPECT_NEAR(read.retry_rate, 0.3, 0.05);
+  // Nothing sampled: no review.
+  EXPECT_EQ(zl::ReviewTally(3).model("1").rate, 0);
+}
+
+TEST(ServingResample, TheTallyRefusesStepsItCannotRead) {
+  zl::StepRecord st;
+  st.shape.parts.push_back({1, 4, true});
+  st.dropped = {0};  // no requests per part
+  zl::ReviewTally tally(2);
+  EXPECT_THROW(tally.add({st}), std::invalid_argument);
+  // A drop at a position already out of retries: another retry budget.
+  st.requests = {0};
+  st.dropped = {1};
+  std::vector<zl::StepRecord> steps(3, st);
+  try {
+    tally.add(steps);
+    FAIL() << "a third fire at one position passed a budget of 2";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("max_retries"), std::string::npos) << e.what();
+  }
+}
+
 // ---- Calibration --------------------------------------------------------------
 
 StepShape shape_of(const std::vector<int64_t>& tokens) {
@@ -579,6 +658,44 @@ TEST(ServingCalibration, RecoversKnownCoefficientsThroughNoiseAndOutliers) {
     EXPECT_LT(worst, 0.02) << "seed " << seed;
     EXPECT_LT(worst_decode, 0.05) << "seed " << seed;
   }
+}
+
+// Decode-only steps are the decode table's, one line per batch size: a
+// cost no line through the team's split can give (here, as measured, an odd
+// batch costing less than the even one that loads the slower thread alike)
+// is recovered at every profiled size, and a size never profiled lies
+// between its neighbours' lines.
+TEST(ServingCalibration, TheDecodeTableFollowsEachBatchSize) {
+  auto truth = [](const StepShape& s) {
+    const auto n = static_cast<double>(s.parts.size());
+    return 20000 + 30000 * n * (s.parts.size() % 2 ? 0.85 : 1.0) + 2.0 * static_cast<double>(s.keys());
+  };
+  auto decodes = [](int64_t n, int64_t context) {
+    StepShape s;
+    for (int64_t i = 0; i < n; ++i) s.parts.push_back({1, context + 7 * i, true});
+    return s;
+  };
+  const zl::CalibratedCost structure(2, kAlone, kGrouped);
+  std::mt19937_64 rng(5);
+  std::vector<zl::ProfiledStep> profile;
+  while (profile.size() < 200) {  // steps with a prefill, for the structural fit
+    const StepShape s = random_shape(rng);
+    if (s.prefill_tokens() > 0) profile.push_back({s, structure.step_ns(s)});
+  }
+  for (int64_t n = 1; n <= 16; ++n) {
+    if (n == 14) continue;
+    for (int64_t c = 10; c < 250; c += 15) profile.push_back({decodes(n, c), std::llround(truth(decodes(n, c)))});
+  }
+  const zl::Calibration cal = zl::calibrate(profile, 2);
+  for (int64_t n = 1; n <= 16; ++n) {
+    for (int64_t c : {20, 100, 200}) {
+      const StepShape s = decodes(n, c);
+      const double want = n == 14 ? 0.5 * (truth(decodes(13, c)) + truth(decodes(15, c))) : truth(s);
+      EXPECT_NEAR(cal.cost.step_ns(s), want, 0.01 * want) << n << " decodes at context " << c;
+    }
+  }
+  EXPECT_EQ(cal.cost.decode_lines().size(), 15u);
+  EXPECT_EQ(cal.cost.decode_lines().count(14), 0u);
 }
 
 TEST(ServingCalibration, TooFewStepsOfAKindAreRefused) {
