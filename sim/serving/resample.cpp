@@ -23,24 +23,59 @@ void ReviewTally::add(const std::vector<StepRecord>& steps) {
         throw std::invalid_argument("ReviewTally: request " + std::to_string(request) +
                                     " was taken back at a position out of retries (serve.max_retries differs from the run's?)");
       if (!open) continue;
-      ++could_fire_[retrying];
+      const size_t band = position_band(r.produced());
+      if (band >= bands_.size()) bands_.resize(band + 1);
+      Count& c = bands_[band][retrying];
+      ++c.could_fire;
       if (st.dropped[i] > 0) {
-        ++fires_[retrying];
+        ++c.fires;
         r.took_back(st.dropped[i]);
       }
     }
   }
 }
 
-ResampleModel ReviewTally::model(const std::string& drop) const {
+int64_t ReviewTally::could_fire(bool retrying) const {
+  int64_t n = 0;
+  for (const auto& b : bands_) n += b[retrying].could_fire;
+  return n;
+}
+
+int64_t ReviewTally::fires(bool retrying) const {
+  int64_t n = 0;
+  for (const auto& b : bands_) n += b[retrying].fires;
+  return n;
+}
+
+ResampleModel ReviewTally::model(const std::string& drop, int64_t min_per_band) const {
   ResampleModel m;
   m.drop = drop;
   m.max_retries = max_retries_;
-  auto share = [&](int k) { return could_fire_[k] > 0 ? static_cast<double>(fires_[k]) / could_fire_[k] : NAN; };
-  const double fresh = share(0), again = share(1);
+  auto share = [](int64_t fires, int64_t n) { return n > 0 ? static_cast<double>(fires) / n : NAN; };
+  const double fresh = share(fires(false), could_fire(false)), again = share(fires(true), could_fire(true));
   m.rate = std::isfinite(fresh) ? fresh : std::isfinite(again) ? again : 0;
   m.retry_rate = std::isfinite(again) ? again : m.rate;
+  for (const auto& b : bands_) {
+    std::array<double, 2> r{NAN, NAN};
+    for (int k : {0, 1})
+      if (b[k].could_fire >= min_per_band) r[k] = share(b[k].fires, b[k].could_fire);
+    m.by_position.push_back(r);
+  }
   return m;
+}
+
+size_t position_band(int64_t position) {
+  size_t band = 0;
+  for (int64_t p = std::max<int64_t>(position, 1); p > 1; p >>= 1) ++band;
+  return band;
+}
+
+double ResampleModel::rate_at(int64_t position, bool retrying) const {
+  if (!by_position.empty()) {
+    const double r = by_position[std::min(position_band(position), by_position.size() - 1)][retrying];
+    if (std::isfinite(r)) return r;
+  }
+  return retrying && std::isfinite(retry_rate) ? retry_rate : rate;
 }
 
 }  // namespace zl

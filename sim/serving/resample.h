@@ -17,6 +17,7 @@
 // request than the real sfvl served, and TPOT 13% fast).
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -27,16 +28,25 @@ namespace zl {
 struct StepRecord;
 
 // Fires per token that could fire: `rate` at a fresh position,
-// `retry_rate` at a position that fired before (NaN: as `rate`). A fire
-// takes back `drop` tokens ("1", "2", or "random": 1 or 2 evenly), never
-// more than the request has produced. Rate 0: no review.
+// `retry_rate` at a position that fired before (NaN: as `rate`), and, read
+// off a served run, the same two by output position in doubling bands
+// (positions 1, 2-3, 4-7, ...: measured, sfvl fires at 27% on the first
+// token, 60% on the 2nd to 4th, 40% later, which is what its TTFT hangs
+// on), [band][retrying], NaN where the run had too few to tell; bands past
+// the last take the last's. A fire takes back `drop` tokens ("1", "2", or
+// "random": 1 or 2 evenly), never more than the request has produced.
+// Rate 0: no review.
 struct ResampleModel {
   double rate = 0;
   double retry_rate = NAN;
+  std::vector<std::array<double, 2>> by_position;
   std::string drop = "1";
   int64_t max_retries = 3;
-  double rate_at(bool retrying) const { return retrying && std::isfinite(retry_rate) ? retry_rate : rate; }
+  double rate_at(int64_t position, bool retrying) const;
 };
+
+// The band of output position p >= 1: floor(log2 p).
+size_t position_band(int64_t position);
 
 // One request's place in the review, as the hook keeps it: the tokens it
 // has produced, the furthest position it fired at and the fires spent there.
@@ -63,23 +73,28 @@ class ReviewState {
 };
 
 // Counts, over served runs, the tokens that could fire and the fires, at
-// fresh and at retried positions, from each step's parts (their requests,
-// what they sampled, what the review took back).
+// fresh and at retried positions, by position band, from each step's parts
+// (their requests, what they sampled, what the review took back).
 class ReviewTally {
  public:
   explicit ReviewTally(int64_t max_retries) : max_retries_(max_retries) {}
   // One served run's steps, in order (request ids are the run's own).
   void add(const std::vector<StepRecord>& steps);
-  // The rates counted (rate 0 with nothing sampled); a kind of position
-  // never sampled takes the other's rate.
-  ResampleModel model(const std::string& drop) const;
+  // The rates counted (rate 0 with nothing sampled): pooled, and by band
+  // where a band and kind had at least `min_per_band` tokens that could
+  // fire. A kind never sampled takes the other's rate.
+  ResampleModel model(const std::string& drop, int64_t min_per_band = 50) const;
   int64_t samples() const { return samples_; }
-  int64_t could_fire(bool retrying) const { return could_fire_[retrying]; }
-  int64_t fires(bool retrying) const { return fires_[retrying]; }
+  int64_t could_fire(bool retrying) const;
+  int64_t fires(bool retrying) const;
 
  private:
+  struct Count {
+    int64_t could_fire = 0, fires = 0;
+  };
   int64_t max_retries_;
-  int64_t samples_ = 0, could_fire_[2] = {0, 0}, fires_[2] = {0, 0};
+  int64_t samples_ = 0;
+  std::vector<std::array<Count, 2>> bands_;  // [band][retrying]
 };
 
 }  // namespace zl

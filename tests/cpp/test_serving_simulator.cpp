@@ -497,10 +497,44 @@ TEST(ServingResample, TheTallyReadsBackTheRatesARunWasDrawnAt) {
   EXPECT_LT(samples_of(flat) / real, 0.9);
 }
 
+// A review whose rate depends on the output position (sfvl's does: the
+// first token fires least, the next few most) is read back band by band,
+// and its time to first token with it: the pooled rates miss it.
+TEST(ServingResample, TheTallyReadsBackRatesByPosition) {
+  ResampleModel m;
+  m.rate = 0.35;
+  m.retry_rate = 0.65;
+  m.by_position = {{0.1, 0.3}, {0.7, 0.85}, {0.6, 0.8}, {0.35, 0.65}};  // positions 1, 2-3, 4-7, 8+
+  m.drop = "random";
+  auto cost = constant_cost(kMs);
+  std::vector<int64_t> apart;  // one request at a time: TTFT counts its own steps alone
+  for (int64_t i = 0; i < 2000; ++i) apart.push_back(i * 1000 * kMs);
+  const auto reqs = uniform_requests(apart, 4, 24);
+  const auto sched = zl::scheduler_options(16, 1000, 16, 256);
+  const ServeResult out = zl::simulate(cost, m, reqs, sched, 21);
+  zl::ReviewTally tally(m.max_retries);
+  tally.add(out.steps);
+  const ResampleModel read = tally.model(m.drop);
+  ASSERT_EQ(read.by_position.size(), 5u);  // positions up to 24: bands 0 to 4
+  for (size_t band = 0; band < 4; ++band)
+    for (int k : {0, 1}) EXPECT_NEAR(read.by_position[band][k], m.by_position[band][k], 0.03) << band << " " << k;
+  EXPECT_NEAR(read.by_position[4][0], 0.35, 0.03);  // past the last band given: the last's
+  EXPECT_EQ(read.rate_at(1, false), read.by_position[0][0]);
+  EXPECT_EQ(read.rate_at(1000, true), read.by_position[4][1]);
+  const zl::Slo none{};
+  auto ttft = [&](const ResampleModel& r) { return zl::serving_metrics(zl::simulate(cost, r, reqs, sched, 22).requests, none).ttft_ms.mean; };
+  const double real = zl::serving_metrics(out.requests, none).ttft_ms.mean;
+  EXPECT_NEAR(ttft(read) / real, 1.0, 0.04);
+  ResampleModel pooled = read;
+  pooled.by_position.clear();
+  EXPECT_GT(std::abs(ttft(pooled) / real - 1), 0.1);
+}
+
 TEST(ServingResample, OneRateServesBothKindsOfPosition) {
   ResampleModel m;
   m.rate = 0.3;
-  EXPECT_EQ(m.rate_at(true), 0.3);
+  EXPECT_EQ(m.rate_at(1, true), 0.3);
+  EXPECT_EQ(m.rate_at(40, false), 0.3);
   auto cost = constant_cost(kMs);
   const ServeResult out = zl::simulate(cost, m, uniform_requests(std::vector<int64_t>(200, 0), 4, 40),
                                        zl::scheduler_options(16, 1000, 16, 256), 3);
