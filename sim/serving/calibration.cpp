@@ -10,7 +10,7 @@
 namespace zl {
 namespace {
 
-constexpr int kFeatures = 7;
+constexpr int kFeatures = 9;
 using Features = std::array<double, kFeatures>;
 
 // The work of parts [begin, end): rows, keys, sequences, logits rows.
@@ -30,7 +30,15 @@ std::array<double, 4> work(const StepShape& s, size_t begin, size_t end) {
 Features step_features(const std::array<double, 4>& group_work, const StepShape& s) {
   double samples = 0;
   for (const auto& p : s.parts) samples += p.samples;
-  return {1, samples, group_work[0], group_work[1], group_work[2], group_work[3], s.after_idle ? 1.0 : 0.0};
+  return {1,
+          samples,
+          group_work[0],
+          group_work[1],
+          group_work[2],
+          group_work[3],
+          s.after_idle ? 1.0 : 0.0,
+          static_cast<double>(s.prefilled_before[0]),
+          static_cast<double>(s.prefilled_before[1])};
 }
 
 double predict(const StepCoefficients& c, const Features& f) {
@@ -51,18 +59,19 @@ Features slowest_group(const StepShape& s, const TeamGroups& groups, const StepC
   return best;
 }
 
-StepCoefficients least_squares(const std::vector<Features>& x, const std::vector<double>& y) {
-  Eigen::MatrixXd a(x.size(), kFeatures);
+template <size_t N>
+std::array<double, N> least_squares(const std::vector<std::array<double, N>>& x, const std::vector<double>& y) {
+  Eigen::MatrixXd a(x.size(), N);
   Eigen::VectorXd b(y.size());
   for (size_t i = 0; i < x.size(); ++i) {
-    for (int j = 0; j < kFeatures; ++j) a(i, j) = x[i][j];
+    for (size_t j = 0; j < N; ++j) a(i, j) = x[i][j];
     b(i) = y[i];
   }
   // Columns that never vary (no sampling in a profile, one sequence per
   // step) have no coefficient of their own: QR with pivoting gives them 0.
   Eigen::VectorXd sol = a.colPivHouseholderQr().solve(b);
-  StepCoefficients c{};
-  for (int j = 0; j < kFeatures; ++j) c[j] = std::isfinite(sol(j)) ? sol(j) : 0;
+  std::array<double, N> c{};
+  for (size_t j = 0; j < N; ++j) c[j] = std::isfinite(sol(j)) ? sol(j) : 0;
   return c;
 }
 
@@ -99,7 +108,7 @@ Fit fit(const std::vector<const ProfiledStep*>& steps, int team, bool grouped) {
       if (!keep[i]) continue;
       const StepShape& s = steps[i]->shape;
       // First round: the group with the most rows.
-      StepCoefficients guess = round == 0 ? StepCoefficients{0, 0, 1, 0, 0, 0, 0} : out.c;
+      StepCoefficients guess = round == 0 ? StepCoefficients{0, 0, 1} : out.c;
       x.push_back(grouped ? slowest_group(s, groups[i], guess) : step_features(work(s, 0, s.parts.size()), s));
       y.push_back(static_cast<double>(steps[i]->ns));
     }
@@ -120,6 +129,24 @@ bool decode_only(const StepShape& s) {
   for (const auto& p : s.parts)
     if (p.tokens != 1) return false;
   return !s.parts.empty();
+}
+
+// Straight after another step that left the caches as decodes do.
+bool warm(const StepShape& s) { return !s.after_idle && s.prefilled_before[0] == 0 && s.prefilled_before[1] == 0; }
+
+double line_at(const DecodeLine& l, double keys) { return l.intercept + l.slope * keys; }
+
+// DecodeCold's features of a step.
+std::array<double, 4> cold_features(const StepShape& s) {
+  const auto p = s.prefilled_before;
+  return {p[0] > 0 ? 1.0 : 0.0, static_cast<double>(p[0]), p[1] > 0 ? 1.0 : 0.0, static_cast<double>(p[1])};
+}
+
+double cold_ns(const DecodeCold& c, const StepShape& s) {
+  const auto f = cold_features(s);
+  double t = 0;
+  for (int i = 0; i < 4; ++i) t += c[i] * f[i];
+  return t;
 }
 
 // Decode-only steps of one batch size needed for a line of their own.
@@ -164,6 +191,38 @@ DecodeLine line_without_stalls(const std::vector<std::pair<double, double>>& poi
   return l;
 }
 
+// DecodeCold by least squares on what decode-only steps after a prefill
+// (not after an idle wait) take past their batch size's line, then again
+// without the stalls (added to `left_out`, and the steps it uses to `tabled`).
+DecodeCold fit_cold(const std::vector<ProfiledStep>& profile, const DecodeTable& lines,
+                    std::set<const ProfiledStep*>& tabled, std::set<const ProfiledStep*>& left_out) {
+  std::vector<const ProfiledStep*> steps;
+  std::vector<double> base;
+  for (const auto& p : profile) {
+    if (!decode_only(p.shape) || p.shape.after_idle || warm(p.shape)) continue;
+    auto l = lines.find(static_cast<int64_t>(p.shape.parts.size()));
+    if (l == lines.end()) continue;
+    steps.push_back(&p);
+    base.push_back(line_at(l->second, static_cast<double>(p.shape.keys())));
+  }
+  DecodeCold c{};
+  if (steps.size() < 8) return c;
+  std::vector<bool> keep(steps.size(), true);
+  for (int round = 0; round < 2; ++round) {
+    std::vector<std::array<double, 4>> x;
+    std::vector<double> y;
+    for (size_t i = 0; i < steps.size(); ++i)
+      if (keep[i]) x.push_back(cold_features(steps[i]->shape)), y.push_back(steps[i]->ns - base[i]);
+    c = least_squares(x, y);
+    for (size_t i = 0; i < steps.size(); ++i) keep[i] = !is_stall(steps[i]->ns, base[i] + cold_ns(c, steps[i]->shape));
+  }
+  for (size_t i = 0; i < steps.size(); ++i) {
+    tabled.insert(steps[i]);
+    if (!keep[i]) left_out.insert(steps[i]);
+  }
+  return c;
+}
+
 }  // namespace
 
 TeamGroups team_groups(const StepShape& shape, int team) {
@@ -199,7 +258,7 @@ double CalibratedCost::decode_ns(const StepShape& step, const TeamGroups& cut) c
   const double keys = static_cast<double>(step.keys());
   auto at = [&](const DecodeLine& l) {
     const double reach = 0.1 * (l.keys_hi - l.keys_lo) + 1;
-    return keys < l.keys_lo - reach || keys > l.keys_hi + reach ? NAN : l.intercept + l.slope * keys;
+    return keys < l.keys_lo - reach || keys > l.keys_hi + reach ? NAN : line_at(l, keys);
   };
   // Its own line, or the nearest sizes on either side, interpolated.
   auto hi = decode_.lower_bound(size);
@@ -211,9 +270,10 @@ double CalibratedCost::decode_ns(const StepShape& step, const TeamGroups& cut) c
     const double w = static_cast<double>(size - lo->first) / (hi->first - lo->first);
     t = (1 - w) * at(lo->second) + w * at(hi->second);
   }
-  // The table holds steps that ran straight after another; a wake-up is the structural fit's.
-  if (std::isfinite(t) && step.after_idle) t += (cut.size() == 1 ? alone_ : grouped_)[6];
-  return t;
+  // The table holds warm steps; a wake-up is the structural fit's.
+  if (!std::isfinite(t)) return t;
+  if (step.after_idle) t += (cut.size() == 1 ? alone_ : grouped_)[6];
+  return t + cold_ns(cold_, step);
 }
 
 int64_t CalibratedCost::step_ns(const StepShape& step) const {
@@ -236,11 +296,11 @@ Calibration calibrate(const std::vector<ProfiledStep>& profile, int team) {
                                 (cuts ? "at least 8 of each are needed" : "at least 8 are needed (a team of one cuts none)"));
   Fit a = fit(one, team, false), g = cuts ? fit(many, team, true) : Fit{a.c, {}};
   // The decode table: per batch size, a line in the keys attended, from
-  // the steps that ran straight after another.
+  // the warm steps.
   std::map<int64_t, std::vector<std::pair<double, double>>> by_size;  // -> (keys, ns)
   std::map<int64_t, std::vector<const ProfiledStep*>> of_size;
   for (const auto& p : profile)
-    if (decode_only(p.shape) && !p.shape.after_idle) {
+    if (decode_only(p.shape) && warm(p.shape)) {
       const auto size = static_cast<int64_t>(p.shape.parts.size());
       by_size[size].emplace_back(static_cast<double>(p.shape.keys()), static_cast<double>(p.ns));
       of_size[size].push_back(&p);
@@ -257,10 +317,11 @@ Calibration calibrate(const std::vector<ProfiledStep>& profile, int team) {
       if (!keep[i]) left_out.insert(of_size[size][i]);
     }
   }
+  const DecodeCold cold = fit_cold(profile, lines, tabled, left_out);
   for (const auto& [steps, f] : {std::pair{&one, &a}, std::pair{&many, &g}})
     for (size_t i = 0; i < f->keep.size(); ++i)
       if (!f->keep[i] && !tabled.count((*steps)[i])) left_out.insert((*steps)[i]);
-  Calibration out{CalibratedCost(team, a.c, g.c, lines)};
+  Calibration out{CalibratedCost(team, a.c, g.c, lines, cold)};
   out.outliers = left_out.size();
   out.steps = profile.size();
   std::vector<double> err;

@@ -25,7 +25,11 @@
 // often enough, a line in the keys the step attends over; between profiled
 // sizes the two nearest lines are interpolated; past them, the structural
 // model answers.
-// A step after an idle wait adds the structural fit's wake-up cost.
+// The table is fitted on warm steps (neither after an idle wait nor after
+// a prefill); a decode-only step after a prefill adds a cold cost fitted
+// on the rest, a step and a slope in the tokens prefilled, for the step
+// before and the one before that; a step after an idle wait adds the
+// structural fit's wake-up cost.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -44,8 +48,9 @@ using TeamGroups = std::vector<std::pair<size_t, size_t>>;
 TeamGroups team_groups(const StepShape& shape, int team);
 
 // Coefficients, ns per unit: {overhead, per sample, per row, per key, per
-// sequence, per logits row, waking after an idle wait}.
-using StepCoefficients = std::array<double, 7>;
+// sequence, per logits row, waking after an idle wait, per token the step
+// before prefilled, per token the one before that prefilled}.
+using StepCoefficients = std::array<double, 9>;
 
 // Decode-only steps of one batch size: intercept + slope · the keys they attend.
 struct DecodeLine {
@@ -53,18 +58,23 @@ struct DecodeLine {
   double keys_lo = 0, keys_hi = 0;  // the keys it was fitted over: it does not answer far outside them
 };
 using DecodeTable = std::map<int64_t, DecodeLine>;  // by decodes in the step
+// What a decode-only step after a prefill adds to its line, ns:
+// {after one, per token it prefilled, after one two steps back, per token}.
+using DecodeCold = std::array<double, 4>;
 class CalibratedCost : public StepCostModel {
  public:
   // `decode_lines`: the decode table (batch sizes the profile had too few
   // steps of are absent); empty: the structural model alone.
-  CalibratedCost(int team, StepCoefficients alone, StepCoefficients grouped, DecodeTable decode_lines = {})
-      : team_(team), alone_(alone), grouped_(grouped), decode_(std::move(decode_lines)) {}
+  CalibratedCost(int team, StepCoefficients alone, StepCoefficients grouped, DecodeTable decode_lines = {},
+                 DecodeCold cold = {})
+      : team_(team), alone_(alone), grouped_(grouped), decode_(std::move(decode_lines)), cold_(cold) {}
   int64_t step_ns(const StepShape& step) const override;
   std::string kind() const override { return "calibrated"; }
   int team() const { return team_; }
   const StepCoefficients& alone() const { return alone_; }      // steps of one group
   const StepCoefficients& grouped() const { return grouped_; }  // steps of several
   const DecodeTable& decode_lines() const { return decode_; }
+  const DecodeCold& decode_cold() const { return cold_; }
 
  private:
   // The structural model's figure, and the decode table's for a
@@ -75,6 +85,7 @@ class CalibratedCost : public StepCostModel {
   int team_;
   StepCoefficients alone_, grouped_;
   DecodeTable decode_;
+  DecodeCold cold_;
 };
 
 struct ProfiledStep {

@@ -5,6 +5,7 @@
 // as Vidur profiles each operator), and a roofline per named accelerator
 // (sim/serving/roofline.h) whose figures are projections.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -22,6 +23,12 @@ struct StepShape {
   // has gone to sleep and its caches have cooled (models/spin_team.h), a
   // cost of its own that a GPU would not have.
   bool after_idle = false;
+  // The tokens the step before prefilled, and the one before that (0 after
+  // an idle wait): their activations and new KV rows have pushed the
+  // weights out of this CPU's caches (measured: a decode step straight
+  // after a 128-token prefill costs 40-60% more than one after a decode,
+  // the next one 5-25%).
+  std::array<int64_t, 2> prefilled_before{0, 0};
   int64_t tokens() const;        // Σ tokens
   int64_t prefill_tokens() const;  // Σ tokens of the parts with tokens > 1 or context == 0
   int64_t decodes() const;         // parts that are single-token decodes at context > 0

@@ -35,6 +35,17 @@ void ReviewTally::add(const std::vector<StepRecord>& steps) {
   }
 }
 
+void ReviewTally::add(const ReviewTally& other) {
+  if (other.max_retries_ != max_retries_) throw std::invalid_argument("ReviewTally: tallies of different retry budgets");
+  samples_ += other.samples_;
+  if (other.bands_.size() > bands_.size()) bands_.resize(other.bands_.size());
+  for (size_t b = 0; b < other.bands_.size(); ++b)
+    for (int k : {0, 1}) {
+      bands_[b][k].could_fire += other.bands_[b][k].could_fire;
+      bands_[b][k].fires += other.bands_[b][k].fires;
+    }
+}
+
 int64_t ReviewTally::could_fire(bool retrying) const {
   int64_t n = 0;
   for (const auto& b : bands_) n += b[retrying].could_fire;

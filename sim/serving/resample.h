@@ -80,6 +80,8 @@ class ReviewTally {
   explicit ReviewTally(int64_t max_retries) : max_retries_(max_retries) {}
   // One served run's steps, in order (request ids are the run's own).
   void add(const std::vector<StepRecord>& steps);
+  // Another tally's counts (of the same retry budget).
+  void add(const ReviewTally& other);
   // The rates counted (rate 0 with nothing sampled): pooled, and by band
   // where a band and kind had at least `min_per_band` tokens that could
   // fire. A kind never sampled takes the other's rate.

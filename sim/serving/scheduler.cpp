@@ -10,6 +10,7 @@ StepShape StepPlan::shape() const {
   StepShape s;
   for (const auto& p : parts) s.parts.push_back({p.tokens, p.start, p.samples});
   s.after_idle = after_idle;
+  s.prefilled_before = prefilled_before;
   return s;
 }
 

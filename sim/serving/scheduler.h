@@ -46,6 +46,7 @@ struct StepPlan {
   std::vector<ScheduledPart> parts;  // in slot order (the order a step feeds its rows)
   std::vector<int64_t> preempted;    // requests preempted while planning it
   bool after_idle = false;           // set by the serving loop: the step follows an idle wait
+  std::array<int64_t, 2> prefilled_before{0, 0};  // set by the serving loop: StepShape's
   StepShape shape() const;
 };
 

@@ -19,6 +19,7 @@ ServeResult serve(const std::vector<ServeRequest>& requests, const SchedulerOpti
   int64_t now = requests.empty() ? 0 : requests.front().arrival_ns;
   std::vector<int64_t> dropped;
   bool waited = false;
+  std::array<int64_t, 2> prefilled{0, 0};  // by the last step and the one before
   while (finished < requests.size()) {
     for (; next < requests.size() && requests[next].arrival_ns <= now; ++next)
       scheduler.add(requests[next].id, requests[next].prompt.size(), requests[next].output_len);
@@ -26,6 +27,7 @@ ServeResult serve(const std::vector<ServeRequest>& requests, const SchedulerOpti
       now = requests[next].arrival_ns;
       runner.wait_until(now);
       waited = true;
+      prefilled = {0, 0};
       continue;
     }
     StepRecord rec;
@@ -33,6 +35,7 @@ ServeResult serve(const std::vector<ServeRequest>& requests, const SchedulerOpti
     rec.waiting = scheduler.waiting();
     StepPlan plan = scheduler.schedule();
     plan.after_idle = waited;
+    plan.prefilled_before = prefilled;
     waited = false;
     rec.preempted = plan.preempted.size();
     rec.free_blocks = scheduler.free_blocks();
@@ -51,6 +54,7 @@ ServeResult serve(const std::vector<ServeRequest>& requests, const SchedulerOpti
       ++finished;
     }
     rec.shape = plan.shape();
+    prefilled = {rec.shape.prefill_tokens(), prefilled[0]};
     for (const auto& p : plan.parts) rec.requests.push_back(p.request);
     rec.dropped = dropped;
     out.steps.push_back(std::move(rec));

@@ -162,25 +162,30 @@ std::vector<ServeRequest> read_run_trace(OpenRun& run, const Setup& su) {
   return trace;
 }
 
-// The step's cost model fitted to a fresh profile of the real server, and
-// (with a hook) the rate its review took tokens back at there.
+// The step's cost model fitted to profiles of the real server, and (with a
+// hook) the rates its review fired at there.
 struct Calibrated {
   Calibration cal;
   ResampleModel resample;
 };
 
-Calibrated calibrate_now(OpenRun& run, const Setup& su, uint64_t seed, Profile* kept = nullptr) {
-  Profile prof = profile(run, su, seed);
-  Calibrated out{calibrate(prof.steps, at::get_num_threads()), su.resample};
-  if (su.how.hook && prof.reviews.samples() > 0) out.resample = prof.reviews.model(su.resample.drop);
-  if (kept) *kept = std::move(prof);
+Calibrated calibrated(const Setup& su, const std::vector<const Profile*>& profiles) {
+  std::vector<ProfiledStep> steps;
+  ReviewTally reviews(su.resample.max_retries);
+  for (const Profile* p : profiles) {
+    steps.insert(steps.end(), p->steps.begin(), p->steps.end());
+    reviews.add(p->reviews);
+  }
+  Calibrated out{calibrate(steps, at::get_num_threads()), su.resample};
+  if (su.how.hook && reviews.samples() > 0) out.resample = reviews.model(su.resample.drop);
   return out;
 }
 
 // What serve/profile and serve/steps both say of a step's shape, in this
-// column order: parts, tokens, decodes, prefill_tokens, keys, after_idle, samples.
+// column order: parts, tokens, decodes, prefill_tokens, keys, after_idle,
+// prefilled_before_1, prefilled_before_2, samples.
 struct ShapeColumns {
-  std::vector<int64_t> parts, tokens, decodes, prefill, keys, after_idle, samples;
+  std::vector<int64_t> parts, tokens, decodes, prefill, keys, after_idle, before_1, before_2, samples;
   void add(const StepShape& shape) {
     parts.push_back(shape.parts.size());
     tokens.push_back(shape.tokens());
@@ -188,6 +193,8 @@ struct ShapeColumns {
     prefill.push_back(shape.prefill_tokens());
     keys.push_back(shape.keys());  // kept so that a cost model can be refitted from the file alone
     after_idle.push_back(shape.after_idle);
+    before_1.push_back(shape.prefilled_before[0]);
+    before_2.push_back(shape.prefilled_before[1]);
     int64_t n = 0;
     for (const auto& p : shape.parts) n += p.samples;
     samples.push_back(n);
@@ -199,20 +206,28 @@ struct ShapeColumns {
     t.add("prefill_tokens", prefill);
     t.add("keys", keys);
     t.add("after_idle", after_idle);
+    t.add("prefilled_before_1", before_1);
+    t.add("prefilled_before_2", before_2);
     t.add("samples", samples);
   }
 };
 
-// serve/profile: each profiled step's shape, duration and the fit's figure.
-Table profile_table(const Profile& prof, const StepCostModel& cost) {
+// serve/profile: each profiled step's shape and duration, which profile it
+// was (0: before the first load; k: after load k), and the figure of the
+// run's first cost model (fitted on profile 0): on later profiles, the
+// machine's drift against it.
+Table profile_table(const std::vector<Profile>& profiles, const StepCostModel& cost) {
   ShapeColumns shape;
-  std::vector<int64_t> ns, predicted;
-  for (const auto& p : prof.steps) {
-    shape.add(p.shape);
-    ns.push_back(p.ns);
-    predicted.push_back(cost.step_ns(p.shape));
-  }
+  std::vector<int64_t> which, ns, predicted;
+  for (size_t k = 0; k < profiles.size(); ++k)
+    for (const auto& p : profiles[k].steps) {
+      which.push_back(k);
+      shape.add(p.shape);
+      ns.push_back(p.ns);
+      predicted.push_back(cost.step_ns(p.shape));
+    }
   Table t;
+  t.add("profile", which);
   shape.into(t);
   t.add("ns", ns);
   t.add("predicted_ns", predicted);
@@ -311,8 +326,9 @@ void serve_run(OpenRun& run, RunRecord& r) {
       for (const auto& p : su.prompts) check.add(id++, p.size(), su.output_len);
   }
 
-  Profile prof{{}, ReviewTally(su.resample.max_retries)};
-  const Calibrated first = calibrate_now(run, su, seed, &prof);
+  std::vector<Profile> profiles;
+  profiles.push_back(profile(run, su, seed));
+  const Calibrated first = calibrated(su, {&profiles[0]});
   const Calibration& cal = first.cal;
   su.resample = first.resample;
   if (su.how.hook) {
@@ -322,7 +338,6 @@ void serve_run(OpenRun& run, RunRecord& r) {
   m["serve_calibration_steps"] = static_cast<double>(cal.steps);
   m["serve_calibration_outliers"] = static_cast<double>(cal.outliers);
   m["serve_calibration_median_error"] = cal.median_abs_error;
-  r.tables["serve/profile"] = profile_table(prof, cal.cost);
 
   auto workload = [&](double rate, uint64_t k) {
     ArrivalOptions a;
@@ -353,14 +368,19 @@ void serve_run(OpenRun& run, RunRecord& r) {
   std::vector<int64_t> step_predicted;
   for (size_t k = 0; k < rates.size(); ++k) {
     const auto requests = trace.empty() ? workload(rates[k], k) : trace;
-    // This machine's speed drifts by 10-20% over tens of seconds (a shared
-    // VM; measured: a cost model fitted a minute before the baseline's loads
-    // predicted its light load's TPOT 17% fast). So before each measured
-    // load after the first the real step is profiled again, on workloads of
-    // its own seeds, and that load is predicted from the machine as it is then.
-    const Calibrated here = k == 0 || !s.measure ? first : calibrate_now(run, su, seed + 1000 * k);
+    // This machine's speed drifts by 5-20% over seconds to tens of seconds
+    // (a shared VM; measured: a cost model fitted a minute before the
+    // baseline's loads predicted its light load's TPOT 17% fast, and one
+    // fitted just before a load still missed its steps by up to ±6%). So
+    // after each measured load the real step is profiled again, on
+    // workloads of its own seeds, and each load is predicted from the
+    // profiles just before and just after it: a drift over the load cancels
+    // to first order.
+    Calibrated here = first;
     if (s.measure) {
       ServeResult real = serve_real(run, su, requests, su.sched, seed + 7 * k);
+      profiles.push_back(profile(run, su, seed + 1000 * (k + 1)));
+      here = calibrated(su, {&profiles[k], &profiles[k + 1]});
       rows.add("measured", loads[k], rates[k], serving_metrics(real.requests, slo));
       for (auto& st : real.steps) {
         step_predicted.push_back(here.cal.cost.step_ns(st.shape));
@@ -371,6 +391,7 @@ void serve_run(OpenRun& run, RunRecord& r) {
     rows.add("simulated", loads[k], rates[k],
              serving_metrics(simulate(here.cal.cost, here.resample, requests, su.sched, seed + 7 * k).requests, slo));
   }
+  r.tables["serve/profile"] = profile_table(profiles, cal.cost);
   r.tables["serve/loads"] = rows.table();
   if (cfg.output.verbosity > 0) print_loads(cfg.variant, rows);
   if (s.measure) r.tables["serve/steps"] = steps_table(measured_steps, step_load, step_predicted);

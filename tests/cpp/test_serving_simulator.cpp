@@ -232,6 +232,35 @@ TEST(ServingQueueing, SpacedArrivalsNeverWait) {
   for (size_t i = 0; i < r.steps.size(); ++i) EXPECT_EQ(r.steps[i].start_ns, arrivals[i]);
 }
 
+// The loop tells each step what the two before it prefilled (what the
+// cache-cold cost of a decode after a prefill is fitted on), and forgets
+// it over an idle wait, whose own cost is after_idle's.
+TEST(ServingLoop, EachStepKnowsWhatTheTwoBeforeItPrefilled) {
+  auto cost = constant_cost(kMs);
+  // Two requests at 0 (prompts of 6 and 6), a third at 2.5 ms (prompt 9),
+  // a fourth long after everything is done (prompt 5); 4 tokens each.
+  std::vector<ServeRequest> reqs = {request(0, 0, 6, 4), request(1, 0, 6, 4), request(2, 2 * kMs + kMs / 2, 9, 4),
+                                    request(3, 100 * kMs, 5, 4)};
+  const ServeResult r = zl::simulate(cost, ResampleModel{}, reqs, zl::scheduler_options(16, 64, 4, 256), 0);
+  using Before = std::array<int64_t, 2>;
+  std::vector<Before> seen;
+  std::vector<int64_t> prefill;
+  for (const auto& st : r.steps) seen.push_back(st.shape.prefilled_before), prefill.push_back(st.shape.prefill_tokens());
+  ASSERT_GE(seen.size(), 8u);
+  EXPECT_EQ(seen[0], (Before{0, 0}));
+  EXPECT_EQ(prefill[0], 12);  // both prompts at once
+  EXPECT_EQ(seen[1], (Before{12, 0}));
+  EXPECT_EQ(seen[2], (Before{0, 12}));
+  EXPECT_EQ(prefill[3], 9);  // the third joins at the step after 2.5 ms
+  EXPECT_EQ(seen[4], (Before{9, 0}));
+  EXPECT_EQ(seen[5], (Before{0, 9}));
+  for (size_t i = 1; i < r.steps.size(); ++i) {
+    EXPECT_EQ(seen[i][0], prefill[i - 1] * !r.steps[i].shape.after_idle) << "step " << i;
+    if (r.steps[i].shape.after_idle) EXPECT_EQ(seen[i], (Before{0, 0})) << "step " << i;
+  }
+  EXPECT_TRUE(r.steps[seen.size() - 4].shape.after_idle);  // the fourth request, alone
+}
+
 TEST(ServingQueueing, AllAtOnceOneAtATimeIsSequential) {
   // Request k runs steps k·n … k·n + n − 1: its token i at (k·n + i + 1)·c.
   const int64_t c = 2 * kMs, n = 5, N = 12;
@@ -730,6 +759,52 @@ TEST(ServingCalibration, TheDecodeTableFollowsEachBatchSize) {
   }
   EXPECT_EQ(cal.cost.decode_lines().size(), 15u);
   EXPECT_EQ(cal.cost.decode_lines().count(14), 0u);
+}
+
+// A decode after a prefill costs more here (its caches hold the prefill's
+// activations and new KV rows, not the weights): the table's lines are
+// fitted on warm steps and the cold cost on the rest, a step and a slope in
+// the tokens prefilled one and two steps back, recovered through stalls.
+TEST(ServingCalibration, ADecodeAfterAPrefillAddsTheColdCostFittedOnTheRest) {
+  const zl::DecodeCold truth_cold = {40000, 400, 8000, 100};
+  auto truth = [&](const StepShape& s) {
+    const auto p = s.prefilled_before;
+    return 20000 + 25000.0 * static_cast<double>(s.parts.size()) + 2.0 * static_cast<double>(s.keys()) +
+           (p[0] > 0) * truth_cold[0] + truth_cold[1] * p[0] + (p[1] > 0) * truth_cold[2] + truth_cold[3] * p[1];
+  };
+  const zl::CalibratedCost structure(2, kAlone, kGrouped);
+  std::mt19937_64 rng(9);
+  std::vector<zl::ProfiledStep> profile;
+  while (profile.size() < 200) {
+    const StepShape s = random_shape(rng);
+    if (s.prefill_tokens() > 0) profile.push_back({s, structure.step_ns(s)});
+  }
+  int64_t stalls = 0;
+  for (int64_t n = 2; n <= 8; ++n)
+    for (int64_t k = 0; k < 48; ++k) {
+      const int64_t c = 10 + 5 * k;
+      StepShape s;
+      for (int64_t i = 0; i < n; ++i) s.parts.push_back({1, c + 5 * i, true});
+      // Half warm; the rest after a prefill of 16 to 250 tokens one or two steps back, or both.
+      s.prefilled_before = k % 2 == 0 ? std::array<int64_t, 2>{0, 0}
+                           : k % 4 == 1 ? std::array<int64_t, 2>{16 + (7 * c) % 240, 0}
+                                        : std::array<int64_t, 2>{0, 16 + (11 * c) % 240};
+      if (k % 6 == 5) s.prefilled_before = {30 + c, 20 + c / 2};
+      int64_t ns = std::llround(truth(s));
+      if ((n * 31 + k) % 41 == 0) ns *= 6, ++stalls;
+      profile.push_back({s, ns});
+    }
+  ASSERT_GT(stalls, 0);
+  const zl::Calibration cal = zl::calibrate(profile, 2);
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(cal.cost.decode_cold()[i], truth_cold[i], 0.02 * truth_cold[i] + 1) << i;
+  for (int64_t n : {2, 5, 8}) {
+    StepShape s;
+    for (int64_t i = 0; i < n; ++i) s.parts.push_back({1, 100 + 5 * i, true});
+    for (std::array<int64_t, 2> p : {std::array<int64_t, 2>{0, 0}, {128, 0}, {0, 64}, {200, 100}}) {
+      s.prefilled_before = p;
+      EXPECT_NEAR(cal.cost.step_ns(s), truth(s), 0.01 * truth(s)) << n << " decodes after " << p[0] << ", " << p[1];
+    }
+  }
 }
 
 TEST(ServingCalibration, TooFewStepsOfAKindAreRefused) {

@@ -50,6 +50,19 @@ def test_steps_profile_and_projection_are_recorded(served_results):
         assert (table["keys"] >= table["tokens"]).all() and set(table["after_idle"]) <= {0, 1}
     decode_only = steps[(steps.prefill_tokens == 0) & (steps.decodes > 0)]
     assert len(decode_only) and (decode_only["keys"] > decode_only["decodes"]).all()
+    # What the two steps before prefilled: a step's prefilled_before_1 is the step before's
+    # prefill_tokens (0 after an idle wait), its prefilled_before_2 the step before's prefilled_before_1.
+    for _, g in steps.groupby(["run_id", "load"]):
+        prev, cur = g.iloc[:-1], g.iloc[1:]
+        awake = (cur.after_idle == 0).to_numpy()
+        assert (cur.prefilled_before_1.to_numpy()[awake] == prev.prefill_tokens.to_numpy()[awake]).all()
+        assert (cur.prefilled_before_2.to_numpy()[awake] == prev.prefilled_before_1.to_numpy()[awake]).all()
+        assert (cur[cur.after_idle == 1][["prefilled_before_1", "prefilled_before_2"]].to_numpy() == 0).all()
+    assert (steps.prefilled_before_1 > 0).any()
+    # A profile before the first load and one after each load: load k's model is fitted on k and k + 1.
+    for run_id, g in profile.groupby("run_id"):
+        n_loads = steps[steps.run_id == run_id].load.nunique()
+        assert sorted(set(g.profile)) == list(range(n_loads + 1))
     projected = load_serving(served_results, "projected")
     assert set(projected.label) == {"projected"}
     assert set(projected.accelerator) == {"H100-SXM"} and set(projected["shape"]) == {"llama2-7b"}
@@ -68,6 +81,10 @@ def test_sfvl_is_served_with_its_verifier(served_results):
     # The verifier sends tokens back: some steps drop what they sampled.
     assert steps[steps.variant == "sfvl"].dropped.sum() > 0
     assert steps[steps.variant == "baseline"].dropped.sum() == 0
+    # The review's rates, read off the profile per token that could still fire: fresh and retried positions.
+    sfvl = load_index(served_results).query("variant == 'sfvl'")
+    for rate in ("serve_resample_rate", "serve_resample_retry_rate"):
+        assert ((sfvl[rate] > 0) & (sfvl[rate] < 1)).all(), rate
 
 
 def test_claims_show_projected_rows(served_results, zl, tmpdir_zl):
