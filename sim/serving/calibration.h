@@ -28,7 +28,7 @@
 // The table is fitted on warm steps (neither after an idle wait nor after
 // a prefill); a decode-only step after a prefill adds a cold cost fitted
 // on the rest, a step and a slope in the tokens prefilled, for the step
-// before and the one before that; a step after an idle wait adds the
+// before and, decayed, those before it; a step after an idle wait adds the
 // structural fit's wake-up cost.
 #pragma once
 #include <array>
@@ -49,7 +49,7 @@ TeamGroups team_groups(const StepShape& shape, int team);
 
 // Coefficients, ns per unit: {overhead, per sample, per row, per key, per
 // sequence, per logits row, waking after an idle wait, per token the step
-// before prefilled, per token the one before that prefilled}.
+// before prefilled, per token prefilled earlier (StepShape::prefilled_before)}.
 using StepCoefficients = std::array<double, 9>;
 
 // Decode-only steps of one batch size: intercept + slope · the keys they attend.
@@ -59,7 +59,8 @@ struct DecodeLine {
 };
 using DecodeTable = std::map<int64_t, DecodeLine>;  // by decodes in the step
 // What a decode-only step after a prefill adds to its line, ns:
-// {after one, per token it prefilled, after one two steps back, per token}.
+// {after one the step before, per token it prefilled, after one earlier,
+// per token prefilled earlier (decayed: StepShape::prefilled_before)}.
 using DecodeCold = std::array<double, 4>;
 class CalibratedCost : public StepCostModel {
  public:

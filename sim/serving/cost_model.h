@@ -23,11 +23,12 @@ struct StepShape {
   // has gone to sleep and its caches have cooled (models/spin_team.h), a
   // cost of its own that a GPU would not have.
   bool after_idle = false;
-  // The tokens the step before prefilled, and the one before that (0 after
-  // an idle wait): their activations and new KV rows have pushed the
-  // weights out of this CPU's caches (measured: a decode step straight
-  // after a 128-token prefill costs 40-60% more than one after a decode,
-  // the next one 5-25%).
+  // What recent prefills left in this CPU's caches, in place of the
+  // weights (their activations and new KV rows): the tokens the step before
+  // prefilled, and those prefilled further back, halved for each step
+  // further (integer halving; both 0 after an idle wait). Measured: a
+  // decode step straight after a 128-token prefill costs 40-60% more than
+  // one after a decode, the next 5-25%, the next 7%, then 4.5%, 2%...
   std::array<int64_t, 2> prefilled_before{0, 0};
   int64_t tokens() const;        // Σ tokens
   int64_t prefill_tokens() const;  // Σ tokens of the parts with tokens > 1 or context == 0

@@ -19,7 +19,7 @@ ServeResult serve(const std::vector<ServeRequest>& requests, const SchedulerOpti
   int64_t now = requests.empty() ? 0 : requests.front().arrival_ns;
   std::vector<int64_t> dropped;
   bool waited = false;
-  std::array<int64_t, 2> prefilled{0, 0};  // by the last step and the one before
+  std::array<int64_t, 2> prefilled{0, 0};  // StepShape::prefilled_before of the next step
   while (finished < requests.size()) {
     for (; next < requests.size() && requests[next].arrival_ns <= now; ++next)
       scheduler.add(requests[next].id, requests[next].prompt.size(), requests[next].output_len);
@@ -54,7 +54,7 @@ ServeResult serve(const std::vector<ServeRequest>& requests, const SchedulerOpti
       ++finished;
     }
     rec.shape = plan.shape();
-    prefilled = {rec.shape.prefill_tokens(), prefilled[0]};
+    prefilled = {rec.shape.prefill_tokens(), prefilled[0] + prefilled[1] / 2};
     for (const auto& p : plan.parts) rec.requests.push_back(p.request);
     rec.dropped = dropped;
     out.steps.push_back(std::move(rec));

@@ -183,7 +183,7 @@ Calibrated calibrated(const Setup& su, const std::vector<const Profile*>& profil
 
 // What serve/profile and serve/steps both say of a step's shape, in this
 // column order: parts, tokens, decodes, prefill_tokens, keys, after_idle,
-// prefilled_before_1, prefilled_before_2, samples.
+// prefilled_last, prefilled_earlier, samples.
 struct ShapeColumns {
   std::vector<int64_t> parts, tokens, decodes, prefill, keys, after_idle, before_1, before_2, samples;
   void add(const StepShape& shape) {
@@ -206,8 +206,8 @@ struct ShapeColumns {
     t.add("prefill_tokens", prefill);
     t.add("keys", keys);
     t.add("after_idle", after_idle);
-    t.add("prefilled_before_1", before_1);
-    t.add("prefilled_before_2", before_2);
+    t.add("prefilled_last", before_1);
+    t.add("prefilled_earlier", before_2);
     t.add("samples", samples);
   }
 };

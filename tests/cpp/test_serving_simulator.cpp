@@ -232,10 +232,11 @@ TEST(ServingQueueing, SpacedArrivalsNeverWait) {
   for (size_t i = 0; i < r.steps.size(); ++i) EXPECT_EQ(r.steps[i].start_ns, arrivals[i]);
 }
 
-// The loop tells each step what the two before it prefilled (what the
-// cache-cold cost of a decode after a prefill is fitted on), and forgets
-// it over an idle wait, whose own cost is after_idle's.
-TEST(ServingLoop, EachStepKnowsWhatTheTwoBeforeItPrefilled) {
+// The loop tells each step what the step before prefilled and, halved per
+// step further back, what earlier ones did (what the cache-cold cost of a
+// decode after a prefill is fitted on), and forgets it over an idle wait,
+// whose own cost is after_idle's.
+TEST(ServingLoop, EachStepKnowsWhatTheStepsBeforeItPrefilled) {
   auto cost = constant_cost(kMs);
   // Two requests at 0 (prompts of 6 and 6), a third at 2.5 ms (prompt 9),
   // a fourth long after everything is done (prompt 5); 4 tokens each.
@@ -251,12 +252,17 @@ TEST(ServingLoop, EachStepKnowsWhatTheTwoBeforeItPrefilled) {
   EXPECT_EQ(prefill[0], 12);  // both prompts at once
   EXPECT_EQ(seen[1], (Before{12, 0}));
   EXPECT_EQ(seen[2], (Before{0, 12}));
+  EXPECT_EQ(seen[3], (Before{0, 6}));
   EXPECT_EQ(prefill[3], 9);  // the third joins at the step after 2.5 ms
-  EXPECT_EQ(seen[4], (Before{9, 0}));
-  EXPECT_EQ(seen[5], (Before{0, 9}));
+  EXPECT_EQ(seen[4], (Before{9, 3}));
+  EXPECT_EQ(seen[5], (Before{0, 10}));
+  EXPECT_EQ(seen[6], (Before{0, 5}));
   for (size_t i = 1; i < r.steps.size(); ++i) {
-    EXPECT_EQ(seen[i][0], prefill[i - 1] * !r.steps[i].shape.after_idle) << "step " << i;
-    if (r.steps[i].shape.after_idle) EXPECT_EQ(seen[i], (Before{0, 0})) << "step " << i;
+    if (r.steps[i].shape.after_idle) {
+      EXPECT_EQ(seen[i], (Before{0, 0})) << "step " << i;
+    } else {
+      EXPECT_EQ(seen[i], (Before{prefill[i - 1], seen[i - 1][0] + seen[i - 1][1] / 2})) << "step " << i;
+    }
   }
   EXPECT_TRUE(r.steps[seen.size() - 4].shape.after_idle);  // the fourth request, alone
 }
@@ -764,7 +770,7 @@ TEST(ServingCalibration, TheDecodeTableFollowsEachBatchSize) {
 // A decode after a prefill costs more here (its caches hold the prefill's
 // activations and new KV rows, not the weights): the table's lines are
 // fitted on warm steps and the cold cost on the rest, a step and a slope in
-// the tokens prefilled one and two steps back, recovered through stalls.
+// the tokens prefilled the step before and earlier, recovered through stalls.
 TEST(ServingCalibration, ADecodeAfterAPrefillAddsTheColdCostFittedOnTheRest) {
   const zl::DecodeCold truth_cold = {40000, 400, 8000, 100};
   auto truth = [&](const StepShape& s) {

@@ -50,15 +50,16 @@ def test_steps_profile_and_projection_are_recorded(served_results):
         assert (table["keys"] >= table["tokens"]).all() and set(table["after_idle"]) <= {0, 1}
     decode_only = steps[(steps.prefill_tokens == 0) & (steps.decodes > 0)]
     assert len(decode_only) and (decode_only["keys"] > decode_only["decodes"]).all()
-    # What the two steps before prefilled: a step's prefilled_before_1 is the step before's
-    # prefill_tokens (0 after an idle wait), its prefilled_before_2 the step before's prefilled_before_1.
+    # What recent prefills left in the caches: a step's prefilled_last is the step before's
+    # prefill_tokens, its prefilled_earlier the step before's last plus half its earlier (0 after an idle wait).
     for _, g in steps.groupby(["run_id", "load"]):
         prev, cur = g.iloc[:-1], g.iloc[1:]
         awake = (cur.after_idle == 0).to_numpy()
-        assert (cur.prefilled_before_1.to_numpy()[awake] == prev.prefill_tokens.to_numpy()[awake]).all()
-        assert (cur.prefilled_before_2.to_numpy()[awake] == prev.prefilled_before_1.to_numpy()[awake]).all()
-        assert (cur[cur.after_idle == 1][["prefilled_before_1", "prefilled_before_2"]].to_numpy() == 0).all()
-    assert (steps.prefilled_before_1 > 0).any()
+        assert (cur.prefilled_last.to_numpy()[awake] == prev.prefill_tokens.to_numpy()[awake]).all()
+        earlier = prev.prefilled_last.to_numpy() + prev.prefilled_earlier.to_numpy() // 2
+        assert (cur.prefilled_earlier.to_numpy()[awake] == earlier[awake]).all()
+        assert (cur[cur.after_idle == 1][["prefilled_last", "prefilled_earlier"]].to_numpy() == 0).all()
+    assert (steps.prefilled_last > 0).any()
     # A profile before the first load and one after each load: load k's model is fitted on k and k + 1.
     for run_id, g in profile.groupby("run_id"):
         n_loads = steps[steps.run_id == run_id].load.nunique()
