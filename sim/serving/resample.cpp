@@ -18,14 +18,14 @@ void ReviewTally::add(const std::vector<StepRecord>& steps) {
       ReviewState& r = review[request];
       ++samples_;
       const bool open = r.sampled(max_retries_);
-      const bool retrying = r.retrying();
+      const ReviewKind kind = r.kind();
       if (st.dropped[i] > 0 && !open)
         throw std::invalid_argument("ReviewTally: request " + std::to_string(request) +
                                     " was taken back at a position out of retries (serve.max_retries differs from the run's?)");
       if (!open) continue;
       const size_t band = position_band(r.produced());
       if (band >= bands_.size()) bands_.resize(band + 1);
-      Count& c = bands_[band][retrying];
+      Count& c = bands_[band][kind];
       ++c.could_fire;
       if (st.dropped[i] > 0) {
         ++c.fires;
@@ -40,21 +40,21 @@ void ReviewTally::add(const ReviewTally& other) {
   samples_ += other.samples_;
   if (other.bands_.size() > bands_.size()) bands_.resize(other.bands_.size());
   for (size_t b = 0; b < other.bands_.size(); ++b)
-    for (int k : {0, 1}) {
+    for (int k = 0; k < kReviewKinds; ++k) {
       bands_[b][k].could_fire += other.bands_[b][k].could_fire;
       bands_[b][k].fires += other.bands_[b][k].fires;
     }
 }
 
-int64_t ReviewTally::could_fire(bool retrying) const {
+int64_t ReviewTally::could_fire(ReviewKind kind) const {
   int64_t n = 0;
-  for (const auto& b : bands_) n += b[retrying].could_fire;
+  for (const auto& b : bands_) n += b[kind].could_fire;
   return n;
 }
 
-int64_t ReviewTally::fires(bool retrying) const {
+int64_t ReviewTally::fires(ReviewKind kind) const {
   int64_t n = 0;
-  for (const auto& b : bands_) n += b[retrying].fires;
+  for (const auto& b : bands_) n += b[kind].fires;
   return n;
 }
 
@@ -63,12 +63,17 @@ ResampleModel ReviewTally::model(const std::string& drop, int64_t min_per_band) 
   m.drop = drop;
   m.max_retries = max_retries_;
   auto share = [](int64_t fires, int64_t n) { return n > 0 ? static_cast<double>(fires) / n : NAN; };
-  const double fresh = share(fires(false), could_fire(false)), again = share(fires(true), could_fire(true));
-  m.rate = std::isfinite(fresh) ? fresh : std::isfinite(again) ? again : 0;
-  m.retry_rate = std::isfinite(again) ? again : m.rate;
+  std::array<double, kReviewKinds> pooled;
+  for (int k = 0; k < kReviewKinds; ++k) pooled[k] = share(fires(ReviewKind(k)), could_fire(ReviewKind(k)));
+  m.rate = pooled[kFresh];
+  for (double r : pooled)
+    if (!std::isfinite(m.rate)) m.rate = r;
+  if (!std::isfinite(m.rate)) m.rate = 0;
+  m.after_fire_rate = std::isfinite(pooled[kAfterFire]) ? pooled[kAfterFire] : m.rate;
+  m.retry_rate = std::isfinite(pooled[kRetry]) ? pooled[kRetry] : m.rate;
   for (const auto& b : bands_) {
-    std::array<double, 2> r{NAN, NAN};
-    for (int k : {0, 1})
+    std::array<double, kReviewKinds> r{NAN, NAN, NAN};
+    for (int k = 0; k < kReviewKinds; ++k)
       if (b[k].could_fire >= min_per_band) r[k] = share(b[k].fires, b[k].could_fire);
     m.by_position.push_back(r);
   }
@@ -81,12 +86,13 @@ size_t position_band(int64_t position) {
   return band;
 }
 
-double ResampleModel::rate_at(int64_t position, bool retrying) const {
+double ResampleModel::rate_at(int64_t position, ReviewKind kind) const {
   if (!by_position.empty()) {
-    const double r = by_position[std::min(position_band(position), by_position.size() - 1)][retrying];
+    const double r = by_position[std::min(position_band(position), by_position.size() - 1)][kind];
     if (std::isfinite(r)) return r;
   }
-  return retrying && std::isfinite(retry_rate) ? retry_rate : rate;
+  const double of_kind = kind == kRetry ? retry_rate : kind == kAfterFire ? after_fire_rate : rate;
+  return std::isfinite(of_kind) ? of_kind : rate;
 }
 
 }  // namespace zl

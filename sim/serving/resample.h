@@ -4,12 +4,16 @@
 // The hook (sim/stages/verify_hook.cpp) reviews every sampled token; a fire
 // takes back 1 or 2 tokens and the request samples again, at most
 // max_retries times at a position before a token there is kept. The
-// simulator draws fires from two rates: one for a position sampled for the
-// first time, one for a position sampled again after a fire there (a
-// re-sample is drawn hotter, in a context the scorer already judged
-// poorly, so it need not fire as often).
+// simulator draws fires from three rates, by where the token stands: at a
+// position sampled for the first time, at the first position past one that
+// fired (the context the scorer judged poorly is still in its window), and
+// at a position sampled again after a fire there (measured, sfvl seed 2:
+// 32%, 51% and 72%; one rate for all three gave 5% fewer samples per
+// request than the real server took, and TPOT that much fast), and each by
+// output position (sfvl fires at 27% on the first token, 60% on the 2nd to
+// 4th, 40% later: what its TTFT hangs on).
 //
-// Both rates are counted over the tokens that could fire, those whose
+// The rates are counted over the tokens that could fire, those whose
 // position had retries left. The share of all sampled tokens taken back is
 // smaller, since a position out of retries keeps its token whatever the
 // scorer says; a simulator drawing that share within the same retry budget
@@ -27,22 +31,27 @@ namespace zl {
 
 struct StepRecord;
 
+// Where a sampled token stands in the review: at a position sampled for the
+// first time, at the first position past one that fired, or at a position
+// sampled again after a fire there.
+enum ReviewKind : int { kFresh = 0, kAfterFire = 1, kRetry = 2 };
+constexpr int kReviewKinds = 3;
+
 // Fires per token that could fire: `rate` at a fresh position,
-// `retry_rate` at a position that fired before (NaN: as `rate`), and, read
-// off a served run, the same two by output position in doubling bands
-// (positions 1, 2-3, 4-7, ...: measured, sfvl fires at 27% on the first
-// token, 60% on the 2nd to 4th, 40% later, which is what its TTFT hangs
-// on), [band][retrying], NaN where the run had too few to tell; bands past
-// the last take the last's. A fire takes back `drop` tokens ("1", "2", or
-// "random": 1 or 2 evenly), never more than the request has produced.
-// Rate 0: no review.
+// `after_fire_rate` and `retry_rate` (NaN: as `rate`), and, read off a
+// served run, the three by output position in doubling bands (positions 1,
+// 2-3, 4-7, ...), [band][kind], NaN where the run had too few to tell
+// (the kind's rate answers); bands past the last take the last's. A fire
+// takes back `drop` tokens ("1", "2", or "random": 1 or 2 evenly), never
+// more than the request has produced. Rate 0: no review.
 struct ResampleModel {
   double rate = 0;
+  double after_fire_rate = NAN;
   double retry_rate = NAN;
-  std::vector<std::array<double, 2>> by_position;
+  std::vector<std::array<double, kReviewKinds>> by_position;
   std::string drop = "1";
   int64_t max_retries = 3;
-  double rate_at(int64_t position, bool retrying) const;
+  double rate_at(int64_t position, ReviewKind kind) const;
 };
 
 // The band of output position p >= 1: floor(log2 p).
@@ -58,8 +67,10 @@ class ReviewState {
     if (produced_ > fired_at_) retries_ = 0;  // past the furthest fire: a fresh budget
     return retries_ < max_retries;
   }
-  // The newest token's position fired before (it is being sampled again).
-  bool retrying() const { return produced_ <= fired_at_; }
+  // Where the newest token stands.
+  ReviewKind kind() const {
+    return produced_ <= fired_at_ ? kRetry : produced_ == fired_at_ + 1 ? kAfterFire : kFresh;
+  }
   // A fire took back `d` tokens (already capped at produced()).
   void took_back(int64_t d) {
     ++retries_;
@@ -72,8 +83,8 @@ class ReviewState {
   int64_t produced_ = 0, fired_at_ = -1, retries_ = 0;
 };
 
-// Counts, over served runs, the tokens that could fire and the fires, at
-// fresh and at retried positions, by position band, from each step's parts
+// Counts, over served runs, the tokens that could fire and the fires, by
+// kind and position band, from each step's parts
 // (their requests, what they sampled, what the review took back).
 class ReviewTally {
  public:
@@ -84,11 +95,12 @@ class ReviewTally {
   void add(const ReviewTally& other);
   // The rates counted (rate 0 with nothing sampled): pooled, and by band
   // where a band and kind had at least `min_per_band` tokens that could
-  // fire. A kind never sampled takes the other's rate.
+  // fire. A kind never sampled takes the fresh rate (the fresh, the first
+  // sampled of the others).
   ResampleModel model(const std::string& drop, int64_t min_per_band = 50) const;
   int64_t samples() const { return samples_; }
-  int64_t could_fire(bool retrying) const;
-  int64_t fires(bool retrying) const;
+  int64_t could_fire(ReviewKind kind) const;
+  int64_t fires(ReviewKind kind) const;
 
  private:
   struct Count {
@@ -96,7 +108,7 @@ class ReviewTally {
   };
   int64_t max_retries_;
   int64_t samples_ = 0;
-  std::vector<std::array<Count, 2>> bands_;  // [band][retrying]
+  std::vector<std::array<Count, kReviewKinds>> bands_;  // [band][kind]
 };
 
 }  // namespace zl

@@ -234,6 +234,30 @@ Table profile_table(const std::vector<Profile>& profiles, const StepCostModel& c
   return t;
 }
 
+// serve/review (a hook's): the rates the simulator draws fires at, by output
+// position band and kind (NaN where the profile had too few: the kind's
+// pooled rate answers).
+Table review_table(const ResampleModel& m) {
+  std::vector<int64_t> band, first, last;
+  std::vector<double> fresh, after_fire, retry;
+  for (size_t b = 0; b < m.by_position.size(); ++b) {
+    band.push_back(b);
+    first.push_back(int64_t{1} << b);
+    last.push_back(b + 1 == m.by_position.size() ? -1 : (int64_t{2} << b) - 1);
+    fresh.push_back(m.by_position[b][kFresh]);
+    after_fire.push_back(m.by_position[b][kAfterFire]);
+    retry.push_back(m.by_position[b][kRetry]);
+  }
+  Table t;
+  t.add("band", band);
+  t.add("first_position", first);
+  t.add("last_position", last);
+  t.add("rate", fresh);
+  t.add("after_fire_rate", after_fire);
+  t.add("retry_rate", retry);
+  return t;
+}
+
 // Rows of serve/loads.
 struct LoadRows {
   std::vector<std::string> side;
@@ -333,7 +357,9 @@ void serve_run(OpenRun& run, RunRecord& r) {
   su.resample = first.resample;
   if (su.how.hook) {
     m["serve_resample_rate"] = su.resample.rate;
+    m["serve_resample_after_fire_rate"] = su.resample.after_fire_rate;
     m["serve_resample_retry_rate"] = su.resample.retry_rate;
+    r.tables["serve/review"] = review_table(su.resample);
   }
   m["serve_calibration_steps"] = static_cast<double>(cal.steps);
   m["serve_calibration_outliers"] = static_cast<double>(cal.outliers);

@@ -489,12 +489,17 @@ TEST(ServingResample, NeverTakesBackMoreThanWasProduced) {
 }
 
 // The review's rates read back from a served run (ReviewTally): they are
-// the rates the run was drawn at, at fresh and at retried positions, where
-// the share of all sampled tokens taken back is not (a position out of
-// retries keeps its token, so that share counts the budget twice).
+// the rates the run was drawn at, at fresh positions, just past a fire and
+// at retried ones, where the share of all sampled tokens taken back is not
+// (a position out of retries keeps its token, so that share counts the
+// budget twice).
 TEST(ServingResample, TheTallyReadsBackTheRatesARunWasDrawnAt) {
+  using zl::kAfterFire;
+  using zl::kFresh;
+  using zl::kRetry;
   ResampleModel m;
-  m.rate = 0.35;
+  m.rate = 0.3;
+  m.after_fire_rate = 0.5;
   m.retry_rate = 0.6;
   m.drop = "random";
   m.max_retries = 3;
@@ -505,16 +510,19 @@ TEST(ServingResample, TheTallyReadsBackTheRatesARunWasDrawnAt) {
   tally.add(out.steps);
   const ResampleModel read = tally.model(m.drop);
   auto sd = [](double p, int64_t n) { return std::sqrt(p * (1 - p) / static_cast<double>(n)); };
-  ASSERT_GT(tally.could_fire(false), 20000);
-  ASSERT_GT(tally.could_fire(true), 5000);
-  EXPECT_NEAR(read.rate, m.rate, 4 * sd(m.rate, tally.could_fire(false)));
-  EXPECT_NEAR(read.retry_rate, m.retry_rate, 4 * sd(m.retry_rate, tally.could_fire(true)));
+  ASSERT_GT(tally.could_fire(kFresh), 10000);
+  ASSERT_GT(tally.could_fire(kAfterFire), 3000);
+  ASSERT_GT(tally.could_fire(kRetry), 5000);
+  EXPECT_NEAR(read.rate, m.rate, 4 * sd(m.rate, tally.could_fire(kFresh)));
+  EXPECT_NEAR(read.after_fire_rate, m.after_fire_rate, 4 * sd(m.after_fire_rate, tally.could_fire(kAfterFire)));
+  EXPECT_NEAR(read.retry_rate, m.retry_rate, 4 * sd(m.retry_rate, tally.could_fire(kRetry)));
   EXPECT_EQ(read.drop, "random");
   EXPECT_EQ(read.max_retries, 3);
-  // The naive share, fires over every sampled token, falls well short.
-  const double naive = static_cast<double>(tally.fires(false) + tally.fires(true)) / tally.samples();
-  EXPECT_LT(naive, m.rate + 0.5 * (m.retry_rate - m.rate) - 0.05);
-  EXPECT_LT(tally.could_fire(false) + tally.could_fire(true), tally.samples());  // some positions ran out
+  // The naive share, fires over every sampled token, falls well short of the fresh rate.
+  int64_t fires = 0, could = 0;
+  for (auto k : {kFresh, kAfterFire, kRetry}) fires += tally.fires(k), could += tally.could_fire(k);
+  const double naive = static_cast<double>(fires) / tally.samples();
+  EXPECT_LT(could, tally.samples());  // some positions ran out
 
   // Served again on the rates read back, the run samples as many tokens per
   // request (within 2%); on the naive share, clearly fewer.
@@ -526,10 +534,16 @@ TEST(ServingResample, TheTallyReadsBackTheRatesARunWasDrawnAt) {
   };
   ResampleModel flat = m;
   flat.rate = naive;
-  flat.retry_rate = NAN;
+  flat.after_fire_rate = flat.retry_rate = NAN;
+  // Or one rate for every kind, counted right: still off, as the review's
+  // fires cluster.
+  ResampleModel one_kind = m;
+  one_kind.rate = static_cast<double>(fires) / could;
+  one_kind.after_fire_rate = one_kind.retry_rate = NAN;
   const double real = tally.samples();
   EXPECT_NEAR(samples_of(read) / real, 1.0, 0.02);
   EXPECT_LT(samples_of(flat) / real, 0.9);
+  EXPECT_GT(std::abs(samples_of(one_kind) / real - 1), 0.04);
 }
 
 // A review whose rate depends on the output position (sfvl's does: the
@@ -538,8 +552,10 @@ TEST(ServingResample, TheTallyReadsBackTheRatesARunWasDrawnAt) {
 TEST(ServingResample, TheTallyReadsBackRatesByPosition) {
   ResampleModel m;
   m.rate = 0.35;
+  m.after_fire_rate = 0.5;
   m.retry_rate = 0.65;
-  m.by_position = {{0.1, 0.3}, {0.7, 0.85}, {0.6, 0.8}, {0.35, 0.65}};  // positions 1, 2-3, 4-7, 8+
+  // Positions 1, 2-3, 4-7, 8+: fresh, after a fire, retried.
+  m.by_position = {{0.1, 0.3, 0.3}, {0.7, 0.75, 0.85}, {0.6, 0.7, 0.8}, {0.35, 0.5, 0.65}};
   m.drop = "random";
   auto cost = constant_cost(kMs);
   std::vector<int64_t> apart;  // one request at a time: TTFT counts its own steps alone
@@ -552,10 +568,14 @@ TEST(ServingResample, TheTallyReadsBackRatesByPosition) {
   const ResampleModel read = tally.model(m.drop);
   ASSERT_EQ(read.by_position.size(), 5u);  // positions up to 24: bands 0 to 4
   for (size_t band = 0; band < 4; ++band)
-    for (int k : {0, 1}) EXPECT_NEAR(read.by_position[band][k], m.by_position[band][k], 0.03) << band << " " << k;
+    for (int k = 0; k < zl::kReviewKinds; ++k) {
+      if (band == 0 && k == zl::kAfterFire) continue;  // position 1 is never past a fire
+      EXPECT_NEAR(read.by_position[band][k], m.by_position[band][k], 0.04) << band << " " << k;
+    }
+  EXPECT_TRUE(std::isnan(read.by_position[0][zl::kAfterFire]));
   EXPECT_NEAR(read.by_position[4][0], 0.35, 0.03);  // past the last band given: the last's
-  EXPECT_EQ(read.rate_at(1, false), read.by_position[0][0]);
-  EXPECT_EQ(read.rate_at(1000, true), read.by_position[4][1]);
+  EXPECT_EQ(read.rate_at(1, zl::kFresh), read.by_position[0][zl::kFresh]);
+  EXPECT_EQ(read.rate_at(1000, zl::kRetry), read.by_position[4][zl::kRetry]);
   const zl::Slo none{};
   auto ttft = [&](const ResampleModel& r) { return zl::serving_metrics(zl::simulate(cost, r, reqs, sched, 22).requests, none).ttft_ms.mean; };
   const double real = zl::serving_metrics(out.requests, none).ttft_ms.mean;
@@ -565,11 +585,12 @@ TEST(ServingResample, TheTallyReadsBackRatesByPosition) {
   EXPECT_GT(std::abs(ttft(pooled) / real - 1), 0.1);
 }
 
-TEST(ServingResample, OneRateServesBothKindsOfPosition) {
+TEST(ServingResample, OneRateServesEveryKindOfPosition) {
   ResampleModel m;
   m.rate = 0.3;
-  EXPECT_EQ(m.rate_at(1, true), 0.3);
-  EXPECT_EQ(m.rate_at(40, false), 0.3);
+  EXPECT_EQ(m.rate_at(1, zl::kRetry), 0.3);
+  EXPECT_EQ(m.rate_at(5, zl::kAfterFire), 0.3);
+  EXPECT_EQ(m.rate_at(40, zl::kFresh), 0.3);
   auto cost = constant_cost(kMs);
   const ServeResult out = zl::simulate(cost, m, uniform_requests(std::vector<int64_t>(200, 0), 4, 40),
                                        zl::scheduler_options(16, 1000, 16, 256), 3);
@@ -577,6 +598,7 @@ TEST(ServingResample, OneRateServesBothKindsOfPosition) {
   tally.add(out.steps);
   const ResampleModel read = tally.model("1");
   EXPECT_NEAR(read.rate, 0.3, 0.03);
+  EXPECT_NEAR(read.after_fire_rate, 0.3, 0.05);
   EXPECT_NEAR(read.retry_rate, 0.3, 0.05);
   // Nothing sampled: no review.
   EXPECT_EQ(zl::ReviewTally(3).model("1").rate, 0);
