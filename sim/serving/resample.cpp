@@ -70,9 +70,11 @@ ResampleModel ReviewTally::model(const std::string& drop, int64_t min_per_band) 
     if (!std::isfinite(m.rate)) m.rate = r;
   if (!std::isfinite(m.rate)) m.rate = 0;
   m.after_fire_rate = std::isfinite(pooled[kAfterFire]) ? pooled[kAfterFire] : m.rate;
-  m.retry_rate = std::isfinite(pooled[kRetry]) ? pooled[kRetry] : m.rate;
+  m.behind_fire_rate = std::isfinite(pooled[kBehindFire]) ? pooled[kBehindFire] : m.rate;
+  m.at_fire_rate = std::isfinite(pooled[kAtFire]) ? pooled[kAtFire] : m.rate;
   for (const auto& b : bands_) {
-    std::array<double, kReviewKinds> r{NAN, NAN, NAN};
+    std::array<double, kReviewKinds> r;
+    r.fill(NAN);
     for (int k = 0; k < kReviewKinds; ++k)
       if (b[k].could_fire >= min_per_band) r[k] = share(b[k].fires, b[k].could_fire);
     m.by_position.push_back(r);
@@ -91,7 +93,10 @@ double ResampleModel::rate_at(int64_t position, ReviewKind kind) const {
     const double r = by_position[std::min(position_band(position), by_position.size() - 1)][kind];
     if (std::isfinite(r)) return r;
   }
-  const double of_kind = kind == kRetry ? retry_rate : kind == kAfterFire ? after_fire_rate : rate;
+  const double of_kind = kind == kAtFire       ? at_fire_rate
+                         : kind == kBehindFire ? behind_fire_rate
+                         : kind == kAfterFire  ? after_fire_rate
+                                               : rate;
   return std::isfinite(of_kind) ? of_kind : rate;
 }
 

@@ -4,11 +4,12 @@
 // The hook (sim/stages/verify_hook.cpp) reviews every sampled token; a fire
 // takes back 1 or 2 tokens and the request samples again, at most
 // max_retries times at a position before a token there is kept. The
-// simulator draws fires from three rates, by where the token stands: at a
+// simulator draws fires from four rates, by where the token stands: at a
 // position sampled for the first time, at the first position past one that
-// fired (the context the scorer judged poorly is still in its window), and
-// at a position sampled again after a fire there (measured, sfvl seed 2:
-// 32%, 51% and 72%; one rate for all three gave 5% fewer samples per
+// fired (the context the scorer judged poorly is still in its window), at a
+// position behind one that fired (sampled again after a drop of 2), and at
+// the very position that fired, sampled again (measured, sfvl seed 2: 31%,
+// 51%, 49-55% and 88-90%; one rate for all gave 10% fewer samples per
 // request than the real server took, and TPOT that much fast), and each by
 // output position (sfvl fires at 27% on the first token, 60% on the 2nd to
 // 4th, 40% later: what its TTFT hangs on).
@@ -32,14 +33,15 @@ namespace zl {
 struct StepRecord;
 
 // Where a sampled token stands in the review: at a position sampled for the
-// first time, at the first position past one that fired, or at a position
-// sampled again after a fire there.
-enum ReviewKind : int { kFresh = 0, kAfterFire = 1, kRetry = 2 };
-constexpr int kReviewKinds = 3;
+// first time, at the first position past the furthest that fired, behind
+// it, or at it.
+enum ReviewKind : int { kFresh = 0, kAfterFire = 1, kBehindFire = 2, kAtFire = 3 };
+constexpr int kReviewKinds = 4;
 
 // Fires per token that could fire: `rate` at a fresh position,
-// `after_fire_rate` and `retry_rate` (NaN: as `rate`), and, read off a
-// served run, the three by output position in doubling bands (positions 1,
+// `after_fire_rate`, `behind_fire_rate`, `at_fire_rate` (NaN: as `rate`),
+// and, read off a
+// served run, the four by output position in doubling bands (positions 1,
 // 2-3, 4-7, ...), [band][kind], NaN where the run had too few to tell
 // (the kind's rate answers); bands past the last take the last's. A fire
 // takes back `drop` tokens ("1", "2", or "random": 1 or 2 evenly), never
@@ -47,7 +49,8 @@ constexpr int kReviewKinds = 3;
 struct ResampleModel {
   double rate = 0;
   double after_fire_rate = NAN;
-  double retry_rate = NAN;
+  double behind_fire_rate = NAN;
+  double at_fire_rate = NAN;
   std::vector<std::array<double, kReviewKinds>> by_position;
   std::string drop = "1";
   int64_t max_retries = 3;
@@ -69,7 +72,10 @@ class ReviewState {
   }
   // Where the newest token stands.
   ReviewKind kind() const {
-    return produced_ <= fired_at_ ? kRetry : produced_ == fired_at_ + 1 ? kAfterFire : kFresh;
+    return produced_ == fired_at_       ? kAtFire
+           : produced_ < fired_at_      ? kBehindFire
+           : produced_ == fired_at_ + 1 ? kAfterFire
+                                        : kFresh;
   }
   // A fire took back `d` tokens (already capped at produced()).
   void took_back(int64_t d) {

@@ -239,14 +239,15 @@ Table profile_table(const std::vector<Profile>& profiles, const StepCostModel& c
 // pooled rate answers).
 Table review_table(const ResampleModel& m) {
   std::vector<int64_t> band, first, last;
-  std::vector<double> fresh, after_fire, retry;
+  std::vector<double> fresh, after_fire, behind_fire, at_fire;
   for (size_t b = 0; b < m.by_position.size(); ++b) {
     band.push_back(b);
     first.push_back(int64_t{1} << b);
     last.push_back(b + 1 == m.by_position.size() ? -1 : (int64_t{2} << b) - 1);
     fresh.push_back(m.by_position[b][kFresh]);
     after_fire.push_back(m.by_position[b][kAfterFire]);
-    retry.push_back(m.by_position[b][kRetry]);
+    behind_fire.push_back(m.by_position[b][kBehindFire]);
+    at_fire.push_back(m.by_position[b][kAtFire]);
   }
   Table t;
   t.add("band", band);
@@ -254,7 +255,8 @@ Table review_table(const ResampleModel& m) {
   t.add("last_position", last);
   t.add("rate", fresh);
   t.add("after_fire_rate", after_fire);
-  t.add("retry_rate", retry);
+  t.add("behind_fire_rate", behind_fire);
+  t.add("at_fire_rate", at_fire);
   return t;
 }
 
@@ -358,7 +360,8 @@ void serve_run(OpenRun& run, RunRecord& r) {
   if (su.how.hook) {
     m["serve_resample_rate"] = su.resample.rate;
     m["serve_resample_after_fire_rate"] = su.resample.after_fire_rate;
-    m["serve_resample_retry_rate"] = su.resample.retry_rate;
+    m["serve_resample_behind_fire_rate"] = su.resample.behind_fire_rate;
+    m["serve_resample_at_fire_rate"] = su.resample.at_fire_rate;
     r.tables["serve/review"] = review_table(su.resample);
   }
   m["serve_calibration_steps"] = static_cast<double>(cal.steps);

@@ -496,11 +496,13 @@ TEST(ServingResample, NeverTakesBackMoreThanWasProduced) {
 TEST(ServingResample, TheTallyReadsBackTheRatesARunWasDrawnAt) {
   using zl::kAfterFire;
   using zl::kFresh;
-  using zl::kRetry;
+  using zl::kAtFire;
+  using zl::kBehindFire;
   ResampleModel m;
   m.rate = 0.3;
   m.after_fire_rate = 0.5;
-  m.retry_rate = 0.6;
+  m.behind_fire_rate = 0.45;
+  m.at_fire_rate = 0.8;
   m.drop = "random";
   m.max_retries = 3;
   auto cost = constant_cost(kMs);
@@ -512,15 +514,17 @@ TEST(ServingResample, TheTallyReadsBackTheRatesARunWasDrawnAt) {
   auto sd = [](double p, int64_t n) { return std::sqrt(p * (1 - p) / static_cast<double>(n)); };
   ASSERT_GT(tally.could_fire(kFresh), 10000);
   ASSERT_GT(tally.could_fire(kAfterFire), 3000);
-  ASSERT_GT(tally.could_fire(kRetry), 5000);
+  ASSERT_GT(tally.could_fire(kBehindFire), 3000);
+  ASSERT_GT(tally.could_fire(kAtFire), 5000);
   EXPECT_NEAR(read.rate, m.rate, 4 * sd(m.rate, tally.could_fire(kFresh)));
   EXPECT_NEAR(read.after_fire_rate, m.after_fire_rate, 4 * sd(m.after_fire_rate, tally.could_fire(kAfterFire)));
-  EXPECT_NEAR(read.retry_rate, m.retry_rate, 4 * sd(m.retry_rate, tally.could_fire(kRetry)));
+  EXPECT_NEAR(read.behind_fire_rate, m.behind_fire_rate, 4 * sd(m.behind_fire_rate, tally.could_fire(kBehindFire)));
+  EXPECT_NEAR(read.at_fire_rate, m.at_fire_rate, 4 * sd(m.at_fire_rate, tally.could_fire(kAtFire)));
   EXPECT_EQ(read.drop, "random");
   EXPECT_EQ(read.max_retries, 3);
   // The naive share, fires over every sampled token, falls well short of the fresh rate.
   int64_t fires = 0, could = 0;
-  for (auto k : {kFresh, kAfterFire, kRetry}) fires += tally.fires(k), could += tally.could_fire(k);
+  for (auto k : {kFresh, kAfterFire, kBehindFire, kAtFire}) fires += tally.fires(k), could += tally.could_fire(k);
   const double naive = static_cast<double>(fires) / tally.samples();
   EXPECT_LT(could, tally.samples());  // some positions ran out
 
@@ -534,12 +538,12 @@ TEST(ServingResample, TheTallyReadsBackTheRatesARunWasDrawnAt) {
   };
   ResampleModel flat = m;
   flat.rate = naive;
-  flat.after_fire_rate = flat.retry_rate = NAN;
+  flat.after_fire_rate = flat.behind_fire_rate = flat.at_fire_rate = NAN;
   // Or one rate for every kind, counted right: still off, as the review's
   // fires cluster.
   ResampleModel one_kind = m;
   one_kind.rate = static_cast<double>(fires) / could;
-  one_kind.after_fire_rate = one_kind.retry_rate = NAN;
+  one_kind.after_fire_rate = one_kind.behind_fire_rate = one_kind.at_fire_rate = NAN;
   const double real = tally.samples();
   EXPECT_NEAR(samples_of(read) / real, 1.0, 0.02);
   EXPECT_LT(samples_of(flat) / real, 0.9);
@@ -553,9 +557,10 @@ TEST(ServingResample, TheTallyReadsBackRatesByPosition) {
   ResampleModel m;
   m.rate = 0.35;
   m.after_fire_rate = 0.5;
-  m.retry_rate = 0.65;
-  // Positions 1, 2-3, 4-7, 8+: fresh, after a fire, retried.
-  m.by_position = {{0.1, 0.3, 0.3}, {0.7, 0.75, 0.85}, {0.6, 0.7, 0.8}, {0.35, 0.5, 0.65}};
+  m.behind_fire_rate = 0.5;
+  m.at_fire_rate = 0.8;
+  // Positions 1, 2-3, 4-7, 8+: fresh, after a fire, behind one, at one.
+  m.by_position = {{0.1, 0.3, 0.3, 0.3}, {0.7, 0.75, 0.6, 0.85}, {0.6, 0.7, 0.5, 0.8}, {0.35, 0.5, 0.5, 0.8}};
   m.drop = "random";
   auto cost = constant_cost(kMs);
   std::vector<int64_t> apart;  // one request at a time: TTFT counts its own steps alone
@@ -575,10 +580,10 @@ TEST(ServingResample, TheTallyReadsBackRatesByPosition) {
   EXPECT_TRUE(std::isnan(read.by_position[0][zl::kAfterFire]));
   EXPECT_NEAR(read.by_position[4][0], 0.35, 0.03);  // past the last band given: the last's
   EXPECT_EQ(read.rate_at(1, zl::kFresh), read.by_position[0][zl::kFresh]);
-  EXPECT_EQ(read.rate_at(1000, zl::kRetry), read.by_position[4][zl::kRetry]);
+  EXPECT_EQ(read.rate_at(1000, zl::kAtFire), read.by_position[4][zl::kAtFire]);
   const zl::Slo none{};
   auto ttft = [&](const ResampleModel& r) { return zl::serving_metrics(zl::simulate(cost, r, reqs, sched, 22).requests, none).ttft_ms.mean; };
-  const double real = zl::serving_metrics(out.requests, none).ttft_ms.mean;
+  const double real = ttft(m);  // the rates it was drawn at, on the same stream as the others
   EXPECT_NEAR(ttft(read) / real, 1.0, 0.04);
   ResampleModel pooled = read;
   pooled.by_position.clear();
@@ -588,7 +593,8 @@ TEST(ServingResample, TheTallyReadsBackRatesByPosition) {
 TEST(ServingResample, OneRateServesEveryKindOfPosition) {
   ResampleModel m;
   m.rate = 0.3;
-  EXPECT_EQ(m.rate_at(1, zl::kRetry), 0.3);
+  EXPECT_EQ(m.rate_at(1, zl::kAtFire), 0.3);
+  EXPECT_EQ(m.rate_at(3, zl::kBehindFire), 0.3);
   EXPECT_EQ(m.rate_at(5, zl::kAfterFire), 0.3);
   EXPECT_EQ(m.rate_at(40, zl::kFresh), 0.3);
   auto cost = constant_cost(kMs);
@@ -599,7 +605,8 @@ TEST(ServingResample, OneRateServesEveryKindOfPosition) {
   const ResampleModel read = tally.model("1");
   EXPECT_NEAR(read.rate, 0.3, 0.03);
   EXPECT_NEAR(read.after_fire_rate, 0.3, 0.05);
-  EXPECT_NEAR(read.retry_rate, 0.3, 0.05);
+  EXPECT_NEAR(read.behind_fire_rate, 0.3, 0.05);
+  EXPECT_NEAR(read.at_fire_rate, 0.3, 0.05);
   // Nothing sampled: no review.
   EXPECT_EQ(zl::ReviewTally(3).model("1").rate, 0);
 }

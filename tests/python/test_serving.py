@@ -84,7 +84,8 @@ def test_sfvl_is_served_with_its_verifier(served_results):
     assert steps[steps.variant == "baseline"].dropped.sum() == 0
     # The review's rates, read off the profile per token that could still fire: fresh and retried positions.
     sfvl = load_index(served_results).query("variant == 'sfvl'")
-    for rate in ("serve_resample_rate", "serve_resample_retry_rate"):
+    for rate in ("serve_resample_rate", "serve_resample_after_fire_rate", "serve_resample_behind_fire_rate",
+                 "serve_resample_at_fire_rate"):
         assert ((sfvl[rate] > 0) & (sfvl[rate] < 1)).all(), rate
 
 
