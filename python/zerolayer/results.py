@@ -113,7 +113,7 @@ def load_events(path, run_ids=None):
     return _per_run_table(path, "decode/events", EVENT_COLUMNS, run_ids)
 
 
-SERVING_TABLES = ("loads", "steps", "profile", "projected")
+SERVING_TABLES = ("loads", "steps", "profile", "review", "projected")
 
 
 def load_serving(path, table="loads"):
@@ -124,7 +124,11 @@ def load_serving(path, table="loads"):
       "simulated" on the cost model calibrated on it), every figure under
       vLLM benchmark_serving's names (median_ttft_ms, p90_tpot_ms, ...);
     - "steps": every measured step (start_ns, end_ns, predicted_ns, shape);
-    - "profile": the calibration profile and the fitted model's figures;
+    - "profile": the calibration profiles (one before the loads, one after
+      each) and the first fitted model's figures;
+    - "review": sfvl's fire rates by output position band and where a token
+      stands (fresh, just past a fire, behind one, at one), what the
+      simulator draws;
     - "projected": named accelerators and model shapes by roofline, every
       row labelled "projected".
     Empty when no run was served."""

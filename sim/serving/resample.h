@@ -40,10 +40,10 @@ constexpr int kReviewKinds = 4;
 
 // Fires per token that could fire: `rate` at a fresh position,
 // `after_fire_rate`, `behind_fire_rate`, `at_fire_rate` (NaN: as `rate`),
-// and, read off a
-// served run, the four by output position in doubling bands (positions 1,
-// 2-3, 4-7, ...), [band][kind], NaN where the run had too few to tell
-// (the kind's rate answers); bands past the last take the last's. A fire
+// and, read off a served run, the four by output position in doubling
+// bands (positions 1, 2-3, 4-7, ...), [band][kind], NaN where the run had
+// too few to tell (the kind's rate answers); bands past the last take the
+// last's. A fire
 // takes back `drop` tokens ("1", "2", or "random": 1 or 2 evenly), never
 // more than the request has produced. Rate 0: no review.
 struct ResampleModel {
@@ -62,6 +62,8 @@ size_t position_band(int64_t position);
 
 // One request's place in the review, as the hook keeps it: the tokens it
 // has produced, the furthest position it fired at and the fires spent there.
+// (The hook starts a preempted request's budget afresh when it is admitted
+// again; this state does not: runs here preempt rarely, if ever.)
 class ReviewState {
  public:
   // A token is sampled: returns whether its position has retries left.
@@ -99,10 +101,11 @@ class ReviewTally {
   void add(const std::vector<StepRecord>& steps);
   // Another tally's counts (of the same retry budget).
   void add(const ReviewTally& other);
-  // The rates counted (rate 0 with nothing sampled): pooled, and by band
-  // where a band and kind had at least `min_per_band` tokens that could
-  // fire. A kind never sampled takes the fresh rate (the fresh, the first
-  // sampled of the others).
+  // The rates counted, pooled over bands, and by band where a band and
+  // kind had at least `min_per_band` tokens that could fire. `rate` is the
+  // fresh positions' (where none could fire, the first kind's that could;
+  // 0 with nothing sampled); a kind none of whose tokens could fire takes
+  // `rate`.
   ResampleModel model(const std::string& drop, int64_t min_per_band = 50) const;
   int64_t samples() const { return samples_; }
   int64_t could_fire(ReviewKind kind) const;

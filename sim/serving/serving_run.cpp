@@ -185,7 +185,7 @@ Calibrated calibrated(const Setup& su, const std::vector<const Profile*>& profil
 // column order: parts, tokens, decodes, prefill_tokens, keys, after_idle,
 // prefilled_last, prefilled_earlier, samples.
 struct ShapeColumns {
-  std::vector<int64_t> parts, tokens, decodes, prefill, keys, after_idle, before_1, before_2, samples;
+  std::vector<int64_t> parts, tokens, decodes, prefill, keys, after_idle, prefilled_last, prefilled_earlier, samples;
   void add(const StepShape& shape) {
     parts.push_back(shape.parts.size());
     tokens.push_back(shape.tokens());
@@ -193,8 +193,8 @@ struct ShapeColumns {
     prefill.push_back(shape.prefill_tokens());
     keys.push_back(shape.keys());  // kept so that a cost model can be refitted from the file alone
     after_idle.push_back(shape.after_idle);
-    before_1.push_back(shape.prefilled_before[0]);
-    before_2.push_back(shape.prefilled_before[1]);
+    prefilled_last.push_back(shape.prefilled_before[0]);
+    prefilled_earlier.push_back(shape.prefilled_before[1]);
     int64_t n = 0;
     for (const auto& p : shape.parts) n += p.samples;
     samples.push_back(n);
@@ -206,14 +206,14 @@ struct ShapeColumns {
     t.add("prefill_tokens", prefill);
     t.add("keys", keys);
     t.add("after_idle", after_idle);
-    t.add("prefilled_last", before_1);
-    t.add("prefilled_earlier", before_2);
+    t.add("prefilled_last", prefilled_last);
+    t.add("prefilled_earlier", prefilled_earlier);
     t.add("samples", samples);
   }
 };
 
 // serve/profile: each profiled step's shape and duration, which profile it
-// was (0: before the first load; k: after load k), and the figure of the
+// was (0: before the first load; k: after the k-th), and the figure of the
 // run's first cost model (fitted on profile 0): on later profiles, the
 // machine's drift against it.
 Table profile_table(const std::vector<Profile>& profiles, const StepCostModel& cost) {

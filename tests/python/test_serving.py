@@ -7,6 +7,7 @@ import math
 import os
 
 import h5py
+import numpy as np
 import pytest
 
 from conftest import ROOT
@@ -87,6 +88,12 @@ def test_sfvl_is_served_with_its_verifier(served_results):
     for rate in ("serve_resample_rate", "serve_resample_after_fire_rate", "serve_resample_behind_fire_rate",
                  "serve_resample_at_fire_rate"):
         assert ((sfvl[rate] > 0) & (sfvl[rate] < 1)).all(), rate
+    # And by output position band: bands 1, 2-3, 4-7, ... up to the output length, sfvl's only.
+    review = load_serving(served_results, "review")
+    assert set(review.variant) == {"sfvl"} and len(review) >= 2
+    assert (review.first_position == 2 ** review.band).all()
+    rates = review[["rate", "after_fire_rate", "behind_fire_rate", "at_fire_rate"]].to_numpy()
+    assert ((rates[~np.isnan(rates)] >= 0) & (rates[~np.isnan(rates)] <= 1)).all() and (~np.isnan(rates[:, 0])).any()
 
 
 def test_claims_show_projected_rows(served_results, zl, tmpdir_zl):
