@@ -97,8 +97,11 @@ ServeResult serve_real(OpenRun& run, const Setup& su, const std::vector<ServeReq
 // workloads of its own seeds, never the ones it is validated on. Closed
 // loop first (every request at 0) at growing numbers of running requests,
 // and once with a small token budget so that chunked prefills share steps
-// with decodes; then open loop, Poisson arrivals at three shares of the
-// closed loop's throughput, where single prompts join running batches.
+// with decodes; then open loop, Poisson arrivals at four shares of the
+// closed loop's throughput, where single prompts join running batches, the
+// last past it: an overloaded server's steps, a full batch beside a
+// prefill chunk, are most of an overload's time (35-67% measured) and were
+// predicted 1-7% fast from the three below it.
 // With a hook (sfvl), also what its review did there (sim/serving/resample.h):
 // the rates the simulator draws re-samples at.
 struct Profile {
@@ -139,7 +142,7 @@ Profile profile(OpenRun& run, const Setup& su, uint64_t seed) {
     if (w == widest) closed = serving_metrics(res.requests, Slo{}).request_throughput;
   }
   keep(pass(std::min<int64_t>(4, widest), std::max<int64_t>(8, budget / 8), INFINITY, 12, 101));
-  for (double share : {0.25, 0.6, 1.0}) keep(pass(widest, budget, share * closed, 40, 200 + share * 100));
+  for (double share : {0.25, 0.6, 1.0, 1.5}) keep(pass(widest, budget, share * closed, 40, 200 + share * 100));
   return out;
 }
 
