@@ -10,7 +10,7 @@
 namespace zl {
 namespace {
 
-constexpr int kFeatures = 9;
+constexpr int kFeatures = std::tuple_size_v<StepCoefficients>;
 using Features = std::array<double, kFeatures>;
 
 // The work of parts [begin, end): rows, keys, sequences, logits rows.
@@ -18,9 +18,8 @@ std::array<double, 4> work(const StepShape& s, size_t begin, size_t end) {
   std::array<double, 4> w{0, 0, 0, 0};
   for (size_t i = begin; i < end; ++i) {
     const auto& p = s.parts[i];
-    const double n = p.tokens, c = p.context;
-    w[0] += n;
-    w[1] += n * c + n * (n + 1) / 2;  // row t of the part sees c + t + 1 keys
+    w[0] += p.tokens;
+    w[1] += p.keys();
     w[2] += 1;
     w[3] += p.samples;
   }
@@ -28,10 +27,8 @@ std::array<double, 4> work(const StepShape& s, size_t begin, size_t end) {
 }
 
 Features step_features(const std::array<double, 4>& group_work, const StepShape& s) {
-  double samples = 0;
-  for (const auto& p : s.parts) samples += p.samples;
   return {1,
-          samples,
+          static_cast<double>(s.samples()),
           group_work[0],
           group_work[1],
           group_work[2],

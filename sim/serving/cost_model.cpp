@@ -23,7 +23,13 @@ int64_t StepShape::decodes() const {
 
 int64_t StepShape::keys() const {
   int64_t n = 0;
-  for (const auto& p : parts) n += p.tokens * p.context + p.tokens * (p.tokens + 1) / 2;
+  for (const auto& p : parts) n += p.keys();
+  return n;
+}
+
+int64_t StepShape::samples() const {
+  int64_t n = 0;
+  for (const auto& p : parts) n += p.samples;
   return n;
 }
 

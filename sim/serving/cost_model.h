@@ -17,6 +17,8 @@ struct StepShape {
     int64_t tokens = 0;    // tokens fed for one request in this step (1: a decode; more: a prefill chunk)
     int64_t context = 0;   // tokens of that request already in the KV cache before the step
     bool samples = false;  // the step ends its known tokens, so a token is sampled (and reviewed, for sfvl)
+    // Keys its rows attend: row t of t tokens at context c sees c + t + 1.
+    int64_t keys() const { return tokens * context + tokens * (tokens + 1) / 2; }
   };
   std::vector<Part> parts;
   // The step follows an idle wait: on this CPU the decode step's thread team
@@ -33,7 +35,8 @@ struct StepShape {
   int64_t tokens() const;        // Σ tokens
   int64_t prefill_tokens() const;  // Σ tokens of the parts with tokens > 1 or context == 0
   int64_t decodes() const;         // parts that are single-token decodes at context > 0
-  int64_t keys() const;            // Σ keys the rows attend: a part of t tokens at context c attends c + 1, ..., c + t
+  int64_t keys() const;            // Σ Part::keys()
+  int64_t samples() const;         // parts that sample
 };
 
 class StepCostModel {

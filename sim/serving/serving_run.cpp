@@ -198,9 +198,7 @@ struct ShapeColumns {
     after_idle.push_back(shape.after_idle);
     prefilled_last.push_back(shape.prefilled_before[0]);
     prefilled_earlier.push_back(shape.prefilled_before[1]);
-    int64_t n = 0;
-    for (const auto& p : shape.parts) n += p.samples;
-    samples.push_back(n);
+    samples.push_back(shape.samples());
   }
   void into(Table& t) const {
     t.add("parts", parts);
