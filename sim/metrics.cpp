@@ -21,9 +21,13 @@ double repetition_rate(const std::vector<std::vector<int32_t>>& generations, int
 }
 
 double percentile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  return percentile_of_sorted(v, q);
+}
+
+double percentile_of_sorted(const std::vector<double>& v, double q) {
   if (!(q >= 0 && q <= 100)) throw std::invalid_argument("percentile: q must be in [0, 100], got " + std::to_string(q));
   if (v.empty()) return std::nan("");
-  std::sort(v.begin(), v.end());
   double pos = q / 100.0 * (v.size() - 1);
   size_t lo = static_cast<size_t>(std::floor(pos)), hi = static_cast<size_t>(std::ceil(pos));
   return v[lo] + (v[hi] - v[lo]) * (pos - lo);

@@ -13,6 +13,9 @@ double repetition_rate(const std::vector<std::vector<int32_t>>& generations, int
 // Linear-interpolated percentile q in [0,100] (numpy's default); NaN for no
 // data; std::invalid_argument for q outside [0,100].
 double percentile(std::vector<double> values, double q);
+// The same of values already sorted ascending (several percentiles of one
+// set: sort it once).
+double percentile_of_sorted(const std::vector<double>& sorted, double q);
 double mean(const std::vector<double>& values);
 
 // Bits per byte from a mean loss in nats per token and the stream's

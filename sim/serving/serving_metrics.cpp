@@ -47,16 +47,30 @@ Summary summarise(const std::vector<double>& values) {
   double squares = 0;
   for (double v : values) squares += (v - s.mean) * (v - s.mean);
   s.std = std::sqrt(squares / static_cast<double>(values.size()));  // numpy.std's default ddof = 0, as vLLM reports
-  s.median = percentile(values, 50);
-  s.p90 = percentile(values, 90);
-  s.p99 = percentile(values, 99);
+  std::vector<double> sorted = values;
+  std::sort(sorted.begin(), sorted.end());
+  s.median = percentile_of_sorted(sorted, 50);
+  s.p90 = percentile_of_sorted(sorted, 90);
+  s.p99 = percentile_of_sorted(sorted, 99);
   return s;
+}
+
+int64_t meeting_slo(const std::vector<RequestRecord>& requests, const Slo& slo) {
+  int64_t good = 0;
+  for (const auto& r : requests) good += slo.met_by(r);
+  return good;
+}
+
+double slo_attainment(const std::vector<RequestRecord>& requests, const Slo& slo) {
+  int64_t completed = 0;
+  for (const auto& r : requests) completed += !r.token_ns.empty();
+  return completed > 0 ? static_cast<double>(meeting_slo(requests, slo)) / static_cast<double>(completed) : NAN;
 }
 
 ServingMetrics serving_metrics(const std::vector<RequestRecord>& requests, const Slo& slo) {
   ServingMetrics m;
   std::vector<double> ttfts, tpots, itls, e2els;
-  int64_t last_token_ns = 0, good = 0;
+  int64_t last_token_ns = 0;
   for (const auto& r : requests) {
     m.preemptions += r.preemptions;
     if (r.token_ns.empty()) continue;  // never answered: counts in no figure but preemptions
@@ -68,12 +82,12 @@ ServingMetrics serving_metrics(const std::vector<RequestRecord>& requests, const
     e2els.push_back(e2el_ms(r));
     if (r.token_ns.size() > 1) tpots.push_back(tpot_ms(r));
     for (size_t i = 1; i < r.token_ns.size(); ++i) itls.push_back(ms(r.token_ns[i] - r.token_ns[i - 1]));
-    if (slo.met_by(r)) ++good;
   }
   // The benchmark starts at the first arrival, 0, and ends with the last token sent.
   m.duration_s = static_cast<double>(last_token_ns) / 1e9;
   m.request_throughput = per_second(static_cast<double>(m.completed), m.duration_s);
   m.output_throughput = per_second(static_cast<double>(m.total_output), m.duration_s);
+  const int64_t good = meeting_slo(requests, slo);
   m.goodput = per_second(static_cast<double>(good), m.duration_s);
   m.slo_attainment = m.completed > 0 ? static_cast<double>(good) / static_cast<double>(m.completed) : NAN;
   m.ttft_ms = summarise(ttfts);

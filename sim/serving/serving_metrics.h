@@ -52,5 +52,10 @@ struct ServingMetrics {
 };
 
 ServingMetrics serving_metrics(const std::vector<RequestRecord>& requests, const Slo& slo);
+// Requests meeting `slo` (answered ones only), and their share of the
+// answered: serving_metrics' goodput count and slo_attainment, without the
+// latency percentiles (a search over rates needs only these).
+int64_t meeting_slo(const std::vector<RequestRecord>& requests, const Slo& slo);
+double slo_attainment(const std::vector<RequestRecord>& requests, const Slo& slo);
 
 }  // namespace zl

@@ -61,7 +61,7 @@ double max_rate_meeting(const StepCostModel& cost, const ResampleModel& resample
                         const std::function<std::vector<ServeRequest>(double rate)>& workload,
                         const SchedulerOptions& sched, const Slo& slo, double target, double capacity, uint64_t seed) {
   auto meets = [&](double rate) {
-    return serving_metrics(simulate(cost, resample, workload(rate), sched, seed).requests, slo).slo_attainment >= target;
+    return slo_attainment(simulate(cost, resample, workload(rate), sched, seed).requests, slo) >= target;
   };
   double lo = 0.01 * capacity, hi = 3 * capacity;
   if (!meets(lo)) return 0;

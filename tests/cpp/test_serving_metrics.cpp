@@ -57,6 +57,8 @@ TEST(ServingMetrics, PercentileMatchesNumpy) {
   EXPECT_DOUBLE_EQ(zl::percentile({7, -1, 3}, 100), 7);
   EXPECT_TRUE(std::isnan(zl::percentile({}, 50)));
   EXPECT_THROW(zl::percentile({1, 2}, 101), std::invalid_argument);
+  EXPECT_DOUBLE_EQ(zl::percentile_of_sorted({1, 2, 3, 4, 10}, 90), 7.6);
+  EXPECT_THROW(zl::percentile_of_sorted({1, 2}, -1), std::invalid_argument);
 }
 
 TEST(ServingMetrics, SummaryUsesThePopulationStd) {
@@ -117,6 +119,9 @@ TEST(ServingMetrics, EachSloAloneCountsTheRequestsWithinIt) {
     auto m = zl::serving_metrics(reqs, s);
     EXPECT_DOUBLE_EQ(m.goodput, good / 0.4);
     EXPECT_DOUBLE_EQ(m.slo_attainment, good / 3);
+    // The search over rates reads these alone.
+    EXPECT_EQ(zl::meeting_slo(reqs, s), good);
+    EXPECT_DOUBLE_EQ(zl::slo_attainment(reqs, s), m.slo_attainment);
   };
   check(slo(250, 0, 0), 2);  // TTFT 100, 200 within; 300 not
   check(slo(99, 0, 0), 0);
@@ -136,6 +141,7 @@ TEST(ServingMetrics, NothingCompletedGivesZerosAndNans) {
     EXPECT_EQ(m.output_throughput, 0);
     EXPECT_EQ(m.goodput, 0);
     EXPECT_TRUE(std::isnan(m.slo_attainment));
+    EXPECT_TRUE(std::isnan(zl::slo_attainment(reqs, slo(100, 0, 0))));
     EXPECT_TRUE(std::isnan(m.ttft_ms.mean));
     EXPECT_TRUE(std::isnan(m.itl_ms.p99));
     EXPECT_EQ(m.named().at("total_token_throughput"), 0);
