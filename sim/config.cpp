@@ -384,6 +384,10 @@ std::vector<KeySpec> build_registry() {
   k.push_back(str_key("serve.trace", &R::serve, &ServeConfig::trace, E,
                       "trace file (CSV: arrival_s, prompt, output_tokens) instead of synthetic arrivals"));
   k.push_back(int_key("serve.requests", &R::serve, &ServeConfig::requests, E, "requests per load", at_least(1)));
+  k.push_back(int_key("serve.repeats", &R::serve, &ServeConfig::repeats, E,
+                      "times the real server serves each load's same requests, back to back (2 or more: its own "
+                      "repeatability, the validation's noise floor)",
+                      at_least(1)));
   k.push_back(float_key("serve.burstiness", &R::serve, &ServeConfig::burstiness, E,
                         "Gamma shape of the arrival gaps (1: Poisson)", in_range(0, 1e6, true)));
   k.push_back(int_key("serve.output_len", &R::serve, &ServeConfig::output_len, E,

@@ -365,10 +365,11 @@ def serving_label(figure, units=True):
 
 
 def serving_means(frame, keys, figures):
-    """The mean over seeds of each of `figures` per `keys` (a row per key; NaN keys, a trace's load, kept), with
-    `seeds`: the rows (runs) behind each mean."""
+    """The mean over seeds (and a load's repeats, serve.repeats) of each of `figures` per `keys` (a row per key; NaN
+    keys, a trace's load, kept), with `seeds`: the seeds (runs) behind each mean."""
     groups = frame.groupby(list(keys), dropna=False, sort=True)
-    return groups[list(figures)].mean().assign(seeds=groups.size()).reset_index()
+    seeds = groups["seed"].nunique() if "seed" in frame else groups.size()
+    return groups[list(figures)].mean().assign(seeds=seeds).reset_index()
 
 
 def loads_table(loads, figures=("request_throughput", "output_throughput", "median_ttft_ms", "p90_ttft_ms",
@@ -381,20 +382,30 @@ def loads_table(loads, figures=("request_throughput", "output_throughput", "medi
 
 
 def simulator_error_table(loads, figures=VALIDATION_FIGURES, by="variant"):
-    """The simulator against the real server, as python/bench_serving.py computes it: per variant, load and figure,
-    the mean over seeds of each side and error_pct = 100 (simulated - measured) / measured. Only where both sides
-    were served (a run with serve.measure off has no measured rows). Columns: variant, load, figure, measured,
-    simulated, error_pct, seeds."""
+    """The simulator against the real server (python/bench_serving.py prints it): per variant, load and figure,
+    the mean over seeds (and repeats) of each side and error_pct = 100 (simulated - measured) / measured. Only where
+    both sides were served (a run with serve.measure off has no measured rows). With serve.repeats > 1,
+    repeat_spread_pct is the measurement's own noise: the largest distance of one repeat's figure (mean over seeds)
+    from the repeats' mean, in % of it (NaN with one repeat). Columns: variant, load, figure, measured, simulated,
+    error_pct, repeat_spread_pct, seeds, repeats."""
     means = serving_means(loads, [by, "load", "side"], figures)
+    measured = loads[loads["side"] == "measured"]
+    if "repeat" not in measured:  # a file from before serve.repeats
+        measured = measured.assign(repeat=0)
     rows = []
     for (key, load), group in means.groupby([by, "load"], dropna=False, sort=True):
         side = group.set_index("side")
         if {"measured", "simulated"} <= set(side.index):
+            same_load = measured["load"].isna() if pd.isna(load) else measured["load"] == load
+            reps = measured[(measured[by] == key) & same_load].groupby("repeat")[list(figures)].mean()
             for f in figures:
                 m, s = side.at["measured", f], side.at["simulated", f]
+                spread = 100.0 * (reps[f] - reps[f].mean()).abs().max() / reps[f].mean() if len(reps) > 1 else np.nan
                 rows.append({by: key, "load": load, "figure": f, "measured": m, "simulated": s,
-                             "error_pct": 100.0 * (s - m) / m, "seeds": side.at["measured", "seeds"]})
-    return pd.DataFrame(rows, columns=[by, "load", "figure", "measured", "simulated", "error_pct", "seeds"])
+                             "error_pct": 100.0 * (s - m) / m, "repeat_spread_pct": spread,
+                             "seeds": side.at["measured", "seeds"], "repeats": len(reps)})
+    return pd.DataFrame(rows, columns=[by, "load", "figure", "measured", "simulated", "error_pct",
+                                       "repeat_spread_pct", "seeds", "repeats"])
 
 
 def _axes(ax, figsize):

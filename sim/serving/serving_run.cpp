@@ -261,15 +261,18 @@ Table review_table(const ResampleModel& m) {
   return t;
 }
 
-// Rows of serve/loads.
+// Rows of serve/loads: each measured repeat (0, 1, ...) and the simulated
+// (repeat 0).
 struct LoadRows {
   std::vector<std::string> side;
   std::vector<double> load, rate;
+  std::vector<int64_t> repeat;
   std::map<std::string, std::vector<double>> figures;
-  void add(const std::string& s, double l, double rt, const ServingMetrics& m) {
+  void add(const std::string& s, double l, double rt, const ServingMetrics& m, int64_t rep = 0) {
     side.push_back(s);
     load.push_back(l);
     rate.push_back(rt);
+    repeat.push_back(rep);
     for (const auto& [name, v] : m.named()) figures[name].push_back(v);
   }
   Table table() const {
@@ -277,24 +280,27 @@ struct LoadRows {
     t.add("side", side);
     t.add("load", load);
     t.add("rate", rate);
+    t.add("repeat", repeat);
     for (const auto& [name, v] : figures) t.add(name, v);
     return t;
   }
 };
 
 void print_loads(const std::string& variant, const LoadRows& rows) {
-  std::printf("serving %s: %-9s %6s %8s %8s %9s %9s %9s %9s %7s\n", variant.c_str(), "side", "load", "req/s", "tok/s",
+  std::printf("serving %s: %-11s %6s %8s %8s %9s %9s %9s %9s %7s\n", variant.c_str(), "side", "load", "req/s", "tok/s",
               "ttft p50", "ttft p90", "tpot p50", "e2el p99", "preempt");
   auto at = [&](const char* name, size_t i) { return rows.figures.at(name)[i]; };
-  for (size_t i = 0; i < rows.side.size(); ++i)
-    std::printf("serving %s: %-9s %6.2f %8.2f %8.1f %9.2f %9.2f %9.3f %9.2f %7.0f\n", variant.c_str(), rows.side[i].c_str(),
+  for (size_t i = 0; i < rows.side.size(); ++i) {
+    const std::string side = rows.side[i] + (rows.repeat[i] > 0 ? " #" + std::to_string(rows.repeat[i]) : "");
+    std::printf("serving %s: %-11s %6.2f %8.2f %8.1f %9.2f %9.2f %9.3f %9.2f %7.0f\n", variant.c_str(), side.c_str(),
                 rows.load[i], at("request_throughput", i), at("output_throughput", i), at("median_ttft_ms", i),
                 at("p90_ttft_ms", i), at("median_tpot_ms", i), at("p99_e2el_ms", i), at("preemptions", i));
+  }
   std::fflush(stdout);
 }
 
 Table steps_table(const std::vector<StepRecord>& steps, const std::vector<double>& load_of_step,
-                  const std::vector<int64_t>& predicted_ns) {
+                  const std::vector<int64_t>& repeat_of_step, const std::vector<int64_t>& predicted_ns) {
   ShapeColumns shape;
   std::vector<int64_t> start, end, dropped, running, waiting, preempted, blocks;
   for (const auto& s : steps) {
@@ -311,6 +317,7 @@ Table steps_table(const std::vector<StepRecord>& steps, const std::vector<double
   }
   Table t;
   t.add("load", load_of_step);
+  t.add("repeat", repeat_of_step);
   t.add("start_ns", start);
   t.add("end_ns", end);
   t.add("predicted_ns", predicted_ns);  // the figure of the cost model calibrated just before its load
@@ -395,7 +402,7 @@ void serve_run(OpenRun& run, RunRecord& r) {
   LoadRows rows;
   std::vector<StepRecord> measured_steps;
   std::vector<double> step_load;
-  std::vector<int64_t> step_predicted;
+  std::vector<int64_t> step_predicted, step_repeat;
   for (size_t k = 0; k < rates.size(); ++k) {
     const auto requests = trace.empty() ? workload(rates[k], k) : trace;
     // This machine's speed drifts by 5-20% over seconds to tens of seconds
@@ -406,16 +413,24 @@ void serve_run(OpenRun& run, RunRecord& r) {
     // workloads of its own seeds, and each load is predicted from the
     // profiles just before and just after it: a drift over the load cancels
     // to first order.
+    // With serve.repeats > 1 the same requests are served again straight
+    // after (same sampling seed): what the real server gives a second time
+    // is the measurement's own noise, against which the simulator's error
+    // is read. The profiles bracket every repeat.
     Calibrated here = first;
     if (s.measure) {
-      ServeResult real = serve_real(run, su, requests, su.sched, seed + 7 * k);
+      std::vector<ServeResult> real;
+      for (int64_t rep = 0; rep < s.repeats; ++rep) real.push_back(serve_real(run, su, requests, su.sched, seed + 7 * k));
       profiles.push_back(profile(run, su, seed + 1000 * (k + 1)));
       here = calibrated(su, {&profiles[k], &profiles[k + 1]});
-      rows.add("measured", loads[k], rates[k], serving_metrics(real.requests, slo));
-      for (auto& st : real.steps) {
-        step_predicted.push_back(here.cal.cost.step_ns(st.shape));
-        measured_steps.push_back(std::move(st));
-        step_load.push_back(loads[k]);
+      for (int64_t rep = 0; rep < s.repeats; ++rep) {
+        rows.add("measured", loads[k], rates[k], serving_metrics(real[rep].requests, slo), rep);
+        for (auto& st : real[rep].steps) {
+          step_predicted.push_back(here.cal.cost.step_ns(st.shape));
+          measured_steps.push_back(std::move(st));
+          step_load.push_back(loads[k]);
+          step_repeat.push_back(rep);
+        }
       }
     }
     rows.add("simulated", loads[k], rates[k],
@@ -424,7 +439,7 @@ void serve_run(OpenRun& run, RunRecord& r) {
   r.tables["serve/profile"] = profile_table(profiles, cal.cost);
   r.tables["serve/loads"] = rows.table();
   if (cfg.output.verbosity > 0) print_loads(cfg.variant, rows);
-  if (s.measure) r.tables["serve/steps"] = steps_table(measured_steps, step_load, step_predicted);
+  if (s.measure) r.tables["serve/steps"] = steps_table(measured_steps, step_load, step_repeat, step_predicted);
 
   if (slo.ttft_ms > 0 || slo.tpot_ms > 0 || slo.e2el_ms > 0) {
     m["serve_max_rate_slo"] = max_rate_meeting(

@@ -57,13 +57,14 @@ def smoke_results():
 @pytest.fixture(scope="session")
 def served_results():
     """The smoke study's baseline and sfvl, seed 1, served (serve-bench's
-    loads, a small workload, projected to H100 SXM at the 7B shape); one file."""
+    loads, a small workload served twice for real, projected to H100 SXM at
+    the 7B shape); one file."""
     base = os.environ.get("ZL_TEST_TMP", tempfile.gettempdir())
     os.makedirs(base, exist_ok=True)
     out = tempfile.mkdtemp(dir=base, prefix="served-")
     for variant in ("baseline", "sfvl"):
         proc = subprocess.run([zerolayer_bin(), "ablate", "ablations/smoke.ini", "--output.dir", out, "--variant", variant,
-                               "--seed", "1", "--serve.enabled", "true", "--serve.requests", "24",
+                               "--seed", "1", "--serve.enabled", "true", "--serve.requests", "24", "--serve.repeats", "2",
                                "--serve.hardware", "H100-SXM", "--serve.shapes", "llama2-7b",
                                "--serve.slo_ttft_ms", "50", "--serve.slo_tpot_ms", "5"],
                               capture_output=True, text=True, timeout=600, cwd=ROOT)

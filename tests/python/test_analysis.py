@@ -288,6 +288,22 @@ def test_simulator_error_is_bench_servings_mean_over_seeds_per_side():
     assert len(errors) == 2 * len(plots.VALIDATION_FIGURES)
 
 
+def test_simulator_error_reads_the_real_servers_repeats_as_its_noise():
+    loads = _served_loads().assign(repeat=0)
+    again = loads[loads.side == "measured"].assign(repeat=1)
+    again["median_ttft_ms"] *= 1.2  # the second serving of the same requests: 20% slower to the first token
+    errors = plots.simulator_error_table(pd.concat([loads, again]))
+    cell = errors[(errors["load"] == 1.0) & (errors["figure"] == "median_ttft_ms")].iloc[0]
+    # Measured: the mean over seeds and repeats (15 and 18); the repeats stand 1.5 either side of 16.5.
+    assert cell["measured"] == pytest.approx(16.5) and cell["seeds"] == 2 and cell["repeats"] == 2
+    assert cell["error_pct"] == pytest.approx(0.0)
+    assert cell["repeat_spread_pct"] == pytest.approx(100 * 1.5 / 16.5)
+    tput = errors[(errors["load"] == 1.0) & (errors["figure"] == "request_throughput")].iloc[0]
+    assert tput["repeat_spread_pct"] == 0
+    # One repeat: no spread to read.
+    assert plots.simulator_error_table(loads)["repeat_spread_pct"].isna().all()
+
+
 def test_latency_throughput_plot_draws_measured_solid_and_simulated_dashed_hollow():
     ax = plots.latency_throughput_plot(_served_loads(), "median_ttft_ms")
     lines = {line.get_label(): line for line in ax.get_lines()}

@@ -27,6 +27,12 @@ def test_serve_bench_measures_and_simulates_each_load(served_results):
         assert name in loads.columns, name
     assert (base.completed == 24).all()
     assert (base.median_ttft_ms > 0).all() and (base.request_throughput > 0).all()
+    # serve.repeats 2: the real server served each load's requests twice, the simulator once.
+    for side, repeats in (("measured", [0, 1]), ("simulated", [0])):
+        for _, g in base[base.side == side].groupby("load"):
+            assert sorted(g.repeat) == repeats
+    steps = load_serving(served_results, "steps")
+    assert set(steps.repeat) == {0, 1}
     # Overload queues: at 1.5x capacity the simulated server cannot keep up
     # with the offered rate, at 0.3x it does. (Not the median TTFT: on 24
     # requests of this tiny model the wake-up after an idle wait, up to
@@ -40,8 +46,8 @@ def test_serve_bench_measures_and_simulates_each_load(served_results):
 def test_steps_profile_and_projection_are_recorded(served_results):
     steps = load_serving(served_results, "steps")
     assert len(steps) > 0 and (steps.end_ns > steps.start_ns).all() and (steps.predicted_ns > 0).all()
-    # Steps follow one another: none starts before the last one ended (per load and run).
-    for _, g in steps.groupby(["run_id", "load"]):
+    # Steps follow one another: none starts before the last one ended (per load, repeat and run).
+    for _, g in steps.groupby(["run_id", "load", "repeat"]):
         assert (g.start_ns.to_numpy()[1:] >= g.end_ns.to_numpy()[:-1]).all()
     profile = load_serving(served_results, "profile")
     assert len(profile) >= 16
@@ -53,7 +59,7 @@ def test_steps_profile_and_projection_are_recorded(served_results):
     assert len(decode_only) and (decode_only["keys"] > decode_only["decodes"]).all()
     # What recent prefills left in the caches: a step's prefilled_last is the step before's
     # prefill_tokens, its prefilled_earlier the step before's last plus half its earlier (0 after an idle wait).
-    for _, g in steps.groupby(["run_id", "load"]):
+    for _, g in steps.groupby(["run_id", "load", "repeat"]):
         prev, cur = g.iloc[:-1], g.iloc[1:]
         awake = (cur.after_idle == 0).to_numpy()
         assert (cur.prefilled_last.to_numpy()[awake] == prev.prefill_tokens.to_numpy()[awake]).all()
