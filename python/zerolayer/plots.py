@@ -381,13 +381,19 @@ def loads_table(loads, figures=("request_throughput", "output_throughput", "medi
     return means.pivot(index=[by, "load"], columns="side").rename_axis(["figure", "side"], axis=1)
 
 
-def simulator_error_table(loads, figures=VALIDATION_FIGURES, by="variant"):
+def simulator_error_table(loads, figures=VALIDATION_FIGURES, by="variant", sensitivity=None):
     """The simulator against the real server (python/bench_serving.py prints it): per variant, load and figure,
     the mean over seeds (and repeats) of each side and error_pct = 100 (simulated - measured) / measured. Only where
     both sides were served (a run with serve.measure off has no measured rows). With serve.repeats > 1,
     repeat_spread_pct is the measurement's own noise: the largest distance of one repeat's figure (mean over seeds)
-    from the repeats' mean, in % of it (NaN with one repeat). Columns: variant, load, figure, measured, simulated,
-    error_pct, repeat_spread_pct, seeds, repeats."""
+    from the repeats' mean, in % of it (NaN with one repeat). Given serve/sensitivity (load_serving(path,
+    "sensitivity")), band_lo and band_hi bound what the simulator predicts (mean over seeds) with every step up to
+    2% shorter or longer than its cost model says (its own figure included): the error a profile leaves in step
+    time, on this machine, moves a near-saturated cell across that band (NaN without it). Columns: variant, load,
+    figure, measured, simulated, error_pct, repeat_spread_pct, band_lo, band_hi, seeds, repeats."""
+    if sensitivity is None or sensitivity.empty:
+        sensitivity = pd.DataFrame({c: pd.Series(dtype=float) for c in [by, "load", "step_scale", *figures]})
+    scaled = sensitivity.groupby([by, "load", "step_scale"], dropna=False)[list(figures)].mean()
     means = serving_means(loads, [by, "load", "side"], figures)
     measured = loads[loads["side"] == "measured"]
     if "repeat" not in measured:  # a file from before serve.repeats
@@ -401,11 +407,13 @@ def simulator_error_table(loads, figures=VALIDATION_FIGURES, by="variant"):
             for f in figures:
                 m, s = side.at["measured", f], side.at["simulated", f]
                 spread = 100.0 * (reps[f] - reps[f].mean()).abs().max() / reps[f].mean() if len(reps) > 1 else np.nan
+                band = [s, *scaled[f].get((key, load), pd.Series(dtype=float))] if f in scaled else []
+                lo, hi = (min(band), max(band)) if len(band) > 1 else (np.nan, np.nan)
                 rows.append({by: key, "load": load, "figure": f, "measured": m, "simulated": s,
-                             "error_pct": 100.0 * (s - m) / m, "repeat_spread_pct": spread,
-                             "seeds": side.at["measured", "seeds"], "repeats": len(reps)})
+                             "error_pct": 100.0 * (s - m) / m, "repeat_spread_pct": spread, "band_lo": lo,
+                             "band_hi": hi, "seeds": side.at["measured", "seeds"], "repeats": len(reps)})
     return pd.DataFrame(rows, columns=[by, "load", "figure", "measured", "simulated", "error_pct",
-                                       "repeat_spread_pct", "seeds", "repeats"])
+                                       "repeat_spread_pct", "band_lo", "band_hi", "seeds", "repeats"])
 
 
 def _axes(ax, figsize):

@@ -113,7 +113,7 @@ def load_events(path, run_ids=None):
     return _per_run_table(path, "decode/events", EVENT_COLUMNS, run_ids)
 
 
-SERVING_TABLES = ("loads", "steps", "profile", "review", "projected")
+SERVING_TABLES = ("loads", "steps", "profile", "review", "sensitivity", "projected")
 
 
 def load_serving(path, table="loads"):
@@ -129,6 +129,8 @@ def load_serving(path, table="loads"):
     - "review": sfvl's fire rates by output position band and where a token
       stands (fresh, just past a fire, behind one, at one), what the
       simulator draws;
+    - "sensitivity": per load, each simulated figure's change in % when
+      every step takes 1% longer (how ill-conditioned a cell is);
     - "projected": named accelerators and model shapes by roofline, every
       row labelled "projected".
     Empty when no run was served."""

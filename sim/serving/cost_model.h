@@ -48,4 +48,18 @@ class StepCostModel {
   virtual std::string kind() const = 0;
 };
 
+// Another model's steps, each `factor` times as long: how far a figure moves
+// per share of step time (its sensitivity: near saturation a queue turns 1%
+// of step time into tens of % of TTFT), or a what-if on a faster machine.
+class ScaledCost : public StepCostModel {
+ public:
+  ScaledCost(const StepCostModel& base, double factor) : base_(base), factor_(factor) {}
+  int64_t step_ns(const StepShape& step) const override;
+  std::string kind() const override { return base_.kind(); }
+
+ private:
+  const StepCostModel& base_;
+  double factor_;
+};
+
 }  // namespace zl

@@ -301,6 +301,24 @@ TEST(ServingQueueing, SaturatedThroughputIsSeqsOverOutputTimesStep) {
   EXPECT_NEAR(half / cap, 0.5, 0.01);
 }
 
+TEST(ServingQueueing, ScaledStepsScaleTheSaturatedThroughput) {
+  // serve/sensitivity's model: every step `factor` times as long, rounded, never under 1 ns.
+  const FnCost base([](const StepShape& s) { return kMs + 7 * s.tokens(); });
+  StepShape shape;
+  shape.parts = {{3, 0, true}, {1, 10, true}};
+  EXPECT_EQ(zl::ScaledCost(base, 1.02).step_ns(shape), std::llround((kMs + 28) * 1.02));
+  EXPECT_EQ(zl::ScaledCost(base, 0.98).step_ns(shape), std::llround((kMs + 28) * 0.98));
+  EXPECT_EQ(zl::ScaledCost(constant_cost(1), 0.25).step_ns(shape), 1);
+  EXPECT_EQ(zl::ScaledCost(base, 1.02).kind(), "test");
+  // Saturated, the server completes 2% fewer requests a second on 2% longer steps.
+  std::vector<int64_t> arrivals(64, 0);
+  const auto reqs = uniform_requests(arrivals, 4, 32);
+  const auto sched = zl::scheduler_options(16, 1000, 8, 256);
+  const double at = zl::simulated_capacity(base, ResampleModel{}, reqs, sched, 0);
+  const double slower = zl::simulated_capacity(zl::ScaledCost(base, 1.02), ResampleModel{}, reqs, sched, 0);
+  EXPECT_NEAR(at / slower, 1.02, 1e-3);
+}
+
 // ---- Capacity and the highest rate under an SLO --------------------------------
 
 std::vector<ServeRequest> poisson_workload(double rate) { return uniform_requests(poisson_arrivals(rate, 300, 23), 8, 4); }

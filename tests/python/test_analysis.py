@@ -304,6 +304,22 @@ def test_simulator_error_reads_the_real_servers_repeats_as_its_noise():
     assert plots.simulator_error_table(loads)["repeat_spread_pct"].isna().all()
 
 
+def test_simulator_error_bands_the_prediction_over_the_step_time_scales():
+    loads = _served_loads()
+    # serve/sensitivity: baseline's loads simulated on steps 2% shorter (TTFT 10% lower) and longer (20% higher).
+    sens = pd.DataFrame([dict(variant="baseline", seed=seed, load=load, step_scale=scale, request_throughput=tput,
+                              median_ttft_ms=ttft * load * factor, p90_ttft_ms=2 * ttft, median_tpot_ms=1.0)
+                         for seed, ttft in ((1, 11.0), (2, 22.0)) for load, tput in ((0.5, 50.0), (1.0, 90.0))
+                         for scale, factor in ((0.98, 0.9), (1.02, 1.2))])
+    errors = plots.simulator_error_table(loads, sensitivity=sens)
+    cell = errors[(errors["load"] == 1.0) & (errors["figure"] == "median_ttft_ms")].iloc[0]
+    assert (cell["band_lo"], cell["simulated"], cell["band_hi"]) == pytest.approx((14.85, 16.5, 19.8))
+    assert cell["band_lo"] <= cell["measured"] <= cell["band_hi"]  # 15.0: inside, though 10% off
+    tput = errors[(errors["load"] == 0.5) & (errors["figure"] == "request_throughput")].iloc[0]
+    assert tput["band_lo"] == tput["band_hi"] == 50.0
+    assert plots.simulator_error_table(loads)["band_lo"].isna().all()  # a file from before serve/sensitivity
+
+
 def test_latency_throughput_plot_draws_measured_solid_and_simulated_dashed_hollow():
     ax = plots.latency_throughput_plot(_served_loads(), "median_ttft_ms")
     lines = {line.get_label(): line for line in ax.get_lines()}
