@@ -145,6 +145,12 @@ KeySpec str_key(std::string name, Section RunConfig::*sec, std::string Section::
           [=](const RunConfig& c) { return (c.*sec).*field; }};
 }
 
+// A key whose value is a comma list (KeySpec::list).
+KeySpec listed(KeySpec k) {
+  k.list = true;
+  return k;
+}
+
 template <class Section>
 KeySpec bool_key(std::string name, Section RunConfig::*sec, bool Section::*field, KeyRole role, std::string help) {
   return {name, "bool", help, role, [=](RunConfig& c, const std::string& t) { (c.*sec).*field = parse_bool(t); },
@@ -375,12 +381,12 @@ std::vector<KeySpec> build_registry() {
                        "serve the trained model (continuous batching, sim/serving/): set by serve-bench and simulate"));
   k.push_back(bool_key("serve.measure", &R::serve, &ServeConfig::measure, E,
                        "run the real server beside the simulator (off: the simulator alone, as `simulate` does)"));
-  k.push_back(str_key("serve.loads", &R::serve, &ServeConfig::loads, E,
+  k.push_back(listed(str_key("serve.loads", &R::serve, &ServeConfig::loads, E,
                       "request rates as shares of the simulated capacity, comma list (light, near saturation, overload)",
-                      positive_list(false, false)));
-  k.push_back(str_key("serve.rates", &R::serve, &ServeConfig::rates, E,
+                      positive_list(false, false))));
+  k.push_back(listed(str_key("serve.rates", &R::serve, &ServeConfig::rates, E,
                       "request rates in requests/s instead of serve.loads, comma list (inf: all at once)",
-                      positive_list(true, true)));
+                      positive_list(true, true))));
   k.push_back(str_key("serve.trace", &R::serve, &ServeConfig::trace, E,
                       "trace file (CSV: arrival_s, prompt, output_tokens) instead of synthetic arrivals"));
   k.push_back(int_key("serve.requests", &R::serve, &ServeConfig::requests, E, "requests per load", at_least(1)));
@@ -405,10 +411,10 @@ std::vector<KeySpec> build_registry() {
                         in_range(0, 1e9)));
   k.push_back(float_key("serve.slo_attainment", &R::serve, &ServeConfig::slo_attainment, E,
                         "share of requests that must meet every SLO", in_range(0, 1, true)));
-  k.push_back(str_key("serve.hardware", &R::serve, &ServeConfig::hardware, E,
-                      "accelerators to project to, comma list of ablations/hardware.ini sections (empty: none)"));
-  k.push_back(str_key("serve.shapes", &R::serve, &ServeConfig::shapes, E,
-                      "model shapes to project, comma list of ablations/hardware.ini sections"));
+  k.push_back(listed(str_key("serve.hardware", &R::serve, &ServeConfig::hardware, E,
+                      "accelerators to project to, comma list of ablations/hardware.ini sections (empty: none)")));
+  k.push_back(listed(str_key("serve.shapes", &R::serve, &ServeConfig::shapes, E,
+                      "model shapes to project, comma list of ablations/hardware.ini sections")));
   k.push_back(float_key("serve.projected_slo_ttft_ms", &R::serve, &ServeConfig::projected_slo_ttft_ms, E,
                         "TTFT SLO of projected serving (0: none)", in_range(0, 1e9)));
   k.push_back(float_key("serve.projected_slo_tpot_ms", &R::serve, &ServeConfig::projected_slo_tpot_ms, E,

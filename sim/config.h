@@ -293,6 +293,9 @@ struct KeySpec {
   // Parses `text` into the field; throws std::invalid_argument with the reason.
   std::function<void(RunConfig&, const std::string& text)> set;
   std::function<std::string(const RunConfig&)> get;  // canonical text
+  // The value is itself a comma list (serve.loads): a command-line override
+  // sets it whole instead of sweeping it.
+  bool list = false;
 };
 
 const std::vector<KeySpec>& config_keys();

@@ -176,8 +176,10 @@ Study parse_study(const std::string& text, const std::string& path, const Overri
   for (const auto& [key, value] : overrides) {
     Origin cli{"command line", 0};
     // A comma list sweeps the key instead (`--seed 1,2,3,4,5`: more seeds for
-    // a study; the base takes the first value, for `train`).
-    auto values = split_list(value);
+    // a study; the base takes the first value, for `train`), unless the
+    // key's value is a list itself (`--serve.rates 100,200,inf`: one run).
+    const KeySpec* spec = find_key(key);
+    auto values = spec && spec->list ? std::vector<std::string>{value} : split_list(value);
     if (values.empty()) values.push_back("");  // `--key ""`: one empty value, for the key's check to judge
     for (const auto& v : values) set_key(s.base, key, v, cli);
     set_key(s.base, key, values.front(), cli);

@@ -124,6 +124,16 @@ TEST(Config, ACommaListOverrideSweepsTheKey) {
   EXPECT_NE(unknown.find("unknown key"), std::string::npos) << unknown;
 }
 
+TEST(Config, AListValuedKeyIsSetWholeFromTheCommandLine) {
+  // `serve-bench --serve.rates 100,200,inf` serves one run at three rates, not three runs.
+  auto s = parse_study("", "g.ini", {{"serve.rates", "100,200,inf"}, {"serve.hardware", "H100-SXM, L4"}});
+  ASSERT_EQ(s.expand().size(), 1u);
+  EXPECT_EQ(s.single().serve.rates, "100,200,inf");
+  EXPECT_EQ(s.single().serve.hardware, "H100-SXM, L4");
+  auto bad = message_of([] { parse_study("", "g.ini", {{"serve.loads", "0.3,0"}}); });
+  EXPECT_NE(bad.find("serve.loads"), std::string::npos) << bad;
+}
+
 void write_file(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 TEST(Config, AStudyOnABaseReplacesKeysZipsAndGridKeys) {
