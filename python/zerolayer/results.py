@@ -129,8 +129,9 @@ def load_serving(path, table="loads"):
     - "review": sfvl's fire rates by output position band and where a token
       stands (fresh, just past a fire, behind one, at one), what the
       simulator draws;
-    - "sensitivity": per load, each simulated figure's change in % when
-      every step takes 1% longer (how ill-conditioned a cell is);
+    - "sensitivity": per load, the simulated figures again with every step
+      `step_scale` (0.98, 0.99, 1.01, 1.02) times as long as the cost model
+      says: how far 2% of step time moves each prediction;
     - "projected": named accelerators and model shapes by roofline, every
       row labelled "projected".
     Empty when no run was served."""

@@ -264,19 +264,31 @@ Table review_table(const ResampleModel& m) {
   return t;
 }
 
+// Every figure of a list of ServingMetrics, one column per name: what
+// serve/loads and serve/sensitivity share after their own key columns.
+struct FigureColumns {
+  std::map<std::string, std::vector<double>> columns;
+  void add(const ServingMetrics& m) {
+    for (const auto& [name, v] : m.named()) columns[name].push_back(v);
+  }
+  void into(Table& t) const {
+    for (const auto& [name, v] : columns) t.add(name, v);
+  }
+};
+
 // Rows of serve/loads: each measured repeat (0, 1, ...) and the simulated
 // (repeat 0).
 struct LoadRows {
   std::vector<std::string> side;
   std::vector<double> load, rate;
   std::vector<int64_t> repeat;
-  std::map<std::string, std::vector<double>> figures;
+  FigureColumns figures;
   void add(const std::string& s, double l, double rt, const ServingMetrics& m, int64_t rep = 0) {
     side.push_back(s);
     load.push_back(l);
     rate.push_back(rt);
     repeat.push_back(rep);
-    for (const auto& [name, v] : m.named()) figures[name].push_back(v);
+    figures.add(m);
   }
   Table table() const {
     Table t;
@@ -284,7 +296,7 @@ struct LoadRows {
     t.add("load", load);
     t.add("rate", rate);
     t.add("repeat", repeat);
-    for (const auto& [name, v] : figures) t.add(name, v);
+    figures.into(t);
     return t;
   }
 };
@@ -293,19 +305,19 @@ struct LoadRows {
 // step `step_scale` times as long as the cost model says.
 struct SensitivityRows {
   std::vector<double> load, rate, step_scale;
-  std::map<std::string, std::vector<double>> figures;
+  FigureColumns figures;
   void add(double l, double rt, double scale, const ServingMetrics& m) {
     load.push_back(l);
     rate.push_back(rt);
     step_scale.push_back(scale);
-    for (const auto& [name, v] : m.named()) figures[name].push_back(v);
+    figures.add(m);
   }
   Table table() const {
     Table t;
     t.add("load", load);
     t.add("rate", rate);
     t.add("step_scale", step_scale);
-    for (const auto& [name, v] : figures) t.add(name, v);
+    figures.into(t);
     return t;
   }
 };
@@ -313,7 +325,7 @@ struct SensitivityRows {
 void print_loads(const std::string& variant, const LoadRows& rows) {
   std::printf("serving %s: %-11s %6s %8s %8s %9s %9s %9s %9s %7s\n", variant.c_str(), "side", "load", "req/s", "tok/s",
               "ttft p50", "ttft p90", "tpot p50", "e2el p99", "preempt");
-  auto at = [&](const char* name, size_t i) { return rows.figures.at(name)[i]; };
+  auto at = [&](const char* name, size_t i) { return rows.figures.columns.at(name)[i]; };
   for (size_t i = 0; i < rows.side.size(); ++i) {
     const std::string side = rows.side[i] + (rows.repeat[i] > 0 ? " #" + std::to_string(rows.repeat[i]) : "");
     std::printf("serving %s: %-11s %6.2f %8.2f %8.1f %9.2f %9.2f %9.3f %9.2f %7.0f\n", variant.c_str(), side.c_str(),
