@@ -33,14 +33,17 @@ def test_serve_bench_measures_and_simulates_each_load(served_results):
             assert sorted(g.repeat) == repeats
     steps = load_serving(served_results, "steps")
     assert set(steps.repeat) == {0, 1}
-    # serve/sensitivity: each load simulated again on steps 2% and 1% shorter and longer; overloaded, the
-    # server completes fewer requests a second the longer its steps.
+    # serve/sensitivity: each load simulated again on steps 2% and 1% shorter and longer, every request
+    # served each time, on costs that differ. (Not that overload throughput falls with the scale: on 24
+    # requests of this tiny model the ramp and tail are most of a run, and it rose 0.98 -> 0.99 in one run of
+    # make test; the saturated scaling is tested exactly in C++, ScaledStepsScaleTheSaturatedThroughput.)
     sens = load_serving(served_results, "sensitivity")
     base_sens = sens[sens.variant == "baseline"]
     assert sorted(base_sens.step_scale.unique()) == pytest.approx([0.98, 0.99, 1.01, 1.02])
     assert len(base_sens) == 3 * 4 and "p90_ttft_ms" in sens.columns
-    overload = base_sens[base_sens.load == base_sens.load.max()].sort_values("step_scale")
-    assert (np.diff(overload.request_throughput.to_numpy()) < 0).all()
+    assert (base_sens.completed == 24).all() and (base_sens.duration_s > 0).all()
+    for _, g in base_sens.groupby("load"):
+        assert g.duration_s.nunique() > 1
     # Overload queues: at 1.5x capacity the simulated server cannot keep up
     # with the offered rate, at 0.3x it does. (Not the median TTFT: on 24
     # requests of this tiny model the wake-up after an idle wait, up to
