@@ -394,6 +394,11 @@ std::vector<KeySpec> build_registry() {
                       "times the real server serves each load's same requests, back to back (2 or more: its own "
                       "repeatability, the validation's noise floor)",
                       at_least(1)));
+  k.push_back(int_key("serve.threads", &R::serve, &ServeConfig::threads, E,
+                      "LibTorch threads of the real server and its profiles, its decode step's team (0: as "
+                      "train.threads); on a machine shared with other work, fewer than the cores keeps the OS "
+                      "from pre-empting a team member mid-step",
+                      at_least(0)));
   k.push_back(float_key("serve.burstiness", &R::serve, &ServeConfig::burstiness, E,
                         "Gamma shape of the arrival gaps (1: Poisson)", in_range(0, 1e6, true)));
   k.push_back(int_key("serve.output_len", &R::serve, &ServeConfig::output_len, E,

@@ -226,6 +226,7 @@ struct ServeConfig {
   std::string trace;                    // a trace file (arrival_s, prompt, output_tokens) instead of synthetic arrivals
   int64_t requests = 200;               // requests per load
   int64_t repeats = 1;                  // times the real server serves each load's requests, back to back
+  int64_t threads = 0;                  // LibTorch threads of the real server, its team (0: train.threads')
   double burstiness = 1;                // Gamma shape of the arrival gaps (1: Poisson)
   int64_t output_len = 0;               // tokens per request (0: decode.max_new_tokens)
   int64_t block_size = 16;              // PagedAttention block, tokens

@@ -31,6 +31,14 @@ void configure_runtime(int64_t n) {
   at::set_num_threads(static_cast<int>(n > 0 ? n : hardware_threads()));
 }
 
+ScopedThreads::ScopedThreads(int64_t n) : before_(at::get_num_threads()) {
+  if (n > 0) at::set_num_threads(static_cast<int>(n));
+}
+
+ScopedThreads::~ScopedThreads() {
+  if (at::get_num_threads() != before_) at::set_num_threads(before_);
+}
+
 std::string blas_name() {
   // Which shared object provides sgemm_ decides the speed of every matmul.
   void* sym = dlsym(RTLD_DEFAULT, "sgemm_");

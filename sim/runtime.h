@@ -20,6 +20,20 @@ void configure_runtime(int64_t n);
 int64_t hardware_threads();
 std::string blas_name();  // the BLAS library LibTorch's matrix products use
 
+// LibTorch intra-op threads set to n for a scope, then set back (n = 0:
+// left as they are). The real server's team is sized from them
+// (models/decode_step.h), so serve.threads uses this.
+class ScopedThreads {
+ public:
+  explicit ScopedThreads(int64_t n);
+  ~ScopedThreads();
+  ScopedThreads(const ScopedThreads&) = delete;
+  ScopedThreads& operator=(const ScopedThreads&) = delete;
+
+ private:
+  int before_;
+};
+
 // "cpu" or "cuda"; throws naming train.device when CUDA is asked for but absent.
 torch::Device resolve_device(const std::string& name);
 

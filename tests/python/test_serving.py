@@ -157,11 +157,24 @@ def test_a_trace_is_replayed(zl, tmpdir_zl):
     assert math.isnan(loads.load.iloc[0])
 
 
+def test_the_real_server_runs_on_the_team_serve_threads_sets(zl, tmpdir_zl, served_results):
+    # By default the run's threads (train.threads 0: every core); serve.threads 1 a team of one,
+    # profiled and served alike, every request answered.
+    assert (load_index(served_results).serve_threads == os.cpu_count()).all()
+    zl("serve-bench", "ablations/smoke.ini", "--output.dir", tmpdir_zl, "--serve.loads", "0.8", "--serve.threads", "1",
+       *SMALL)
+    path = os.path.join(tmpdir_zl, "results.h5")
+    assert (load_index(path).serve_threads == 1).all()
+    loads = load_serving(path, "loads")
+    assert len(loads) == 2 and (loads.completed == 24).all()
+
+
 @pytest.mark.parametrize("args, needle", [
     (["--serve.rates", "0"], "serve.rates"),
     (["--serve.rates", "5,-1"], "serve.rates"),
     (["--serve.loads", ""], "serve.loads"),
     (["--serve.kv_budget_mb", "0.001"], "serve.kv_budget_mb"),
+    (["--serve.threads", "-1"], "serve.threads"),
     (["--serve.hardware", "TPUv9"], "TPUv9"),
 ])
 def test_bad_arguments_are_named(zl, tmpdir_zl, args, needle):
