@@ -22,6 +22,13 @@ figure (mean over seeds) from the repeats' mean, is the measurement's own
 noise on this machine: a simulator that predicted the server exactly would
 still miss a single repeat by that much.
 
+Then how fast the real server ran against its cost model at each load
+(zerolayer.plots.step_speed_table on serve/steps): the range of the
+time-weighted slowdown over seeds and repeats, the largest gap between two
+repeats of one seed, and the stalls (steps over 1.5x their prediction). A
+repeat gap of a few % near saturation is what no cost model fitted before
+the load can follow.
+
     /usr/bin/python3 python/bench_serving.py results/serving/results.h5
     /usr/bin/python3 python/bench_serving.py --run ablations/serving.ini   # runs the study first
 
@@ -38,7 +45,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 from zerolayer import load_serving  # noqa: E402
-from zerolayer.plots import simulator_error_table  # noqa: E402
+from zerolayer.plots import simulator_error_table, step_speed_table  # noqa: E402
 
 FIGURES = {"median_ttft_ms": "TTFT p50 ms", "p90_ttft_ms": "TTFT p90 ms", "median_tpot_ms": "TPOT p50 ms",
            "request_throughput": "req/s"}
@@ -101,6 +108,22 @@ def wide_markdown(rows):
     return "\n".join(out)
 
 
+def speed_markdown(path):
+    """Per variant and load: the real server's slowdown against its cost model over seeds and repeats, the
+    largest gap between repeats of one seed, and its stalls."""
+    steps = load_serving(path, "steps")
+    if steps.empty:
+        return ""
+    speed = step_speed_table(steps)
+    out = ["| variant | load | slowdown against the cost model | largest gap between repeats | stalls (ms lost) |",
+           "| --- | ---: | ---: | ---: | ---: |"]
+    for (variant, load), g in speed.groupby(["variant", "load"]):
+        gaps = g.groupby("seed")["slowdown_pct"].agg(lambda x: x.max() - x.min())
+        out.append(f"| {variant} | {load:.2f} | {g.slowdown_pct.min():+.1f}% to {g.slowdown_pct.max():+.1f}% | "
+                   f"{gaps.max():.1f} pts (seed {gaps.idxmax()}) | {int(g.stalls.sum())} ({g.stall_ms.sum():.0f}) |")
+    return "\n".join(out)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results", nargs="?", help="a served study's results.h5")
@@ -132,6 +155,10 @@ def main():
     if any(r["repeats"] > 1 for r in rows):
         noise = sum(within_noise(r, args.tolerance) for r in rows)
         print(f"{noise}/{len(rows)} cells within ±{args.tolerance:g}% or within the real server's own repeat spread")
+    speed = speed_markdown(path)
+    if speed:
+        print("\nThe real server against its cost model, per load (time-weighted; + is slower than the model):\n")
+        print(speed)
     return 0 if within == len(rows) else 1
 
 

@@ -521,6 +521,24 @@ def step_fit_table(steps, by="variant"):
                          "sum_bias_pct": 100 * (g["predicted"].sum() / g["measured"].sum() - 1)})
 
 
+def step_speed_table(steps, by="variant", stall=1.5):
+    """How fast the real server ran against its cost model, per served load and repeat (serve/steps): one row per
+    `by`, seed, load and repeat with slowdown_pct (100 * (sum measured / sum predicted - 1): + is slower than the
+    model), the stalls (steps over `stall` times their prediction) and the time they lost (ms). Near saturation a
+    1-2% slowdown moves TTFT p90 by tens of %: repeats of one seed that differ here measure different servers."""
+    measured, predicted = _step_durations(steps)
+    frame = pd.DataFrame({by: steps[by], "seed": steps["seed"], "load": steps["load"],
+                          "repeat": steps["repeat"] if "repeat" in steps else 0,
+                          "measured": measured, "predicted": predicted})
+    frame["stall"] = frame["measured"] > stall * frame["predicted"]
+    frame["lost"] = np.where(frame["stall"], frame["measured"] - frame["predicted"], 0.0)
+    g = frame.groupby([by, "seed", "load", "repeat"])
+    return pd.DataFrame({"steps": g.size(),
+                         "slowdown_pct": 100 * (g["measured"].sum() / g["predicted"].sum() - 1),
+                         "stalls": g["stall"].sum().astype(int),
+                         "stall_ms": g["lost"].sum() / 1e6}).reset_index()
+
+
 def step_fit_plot(steps, by="variant", ncols=3):
     """The cost model's prediction of each measured step (serve/steps predicted_ns, y) against its measured
     duration (end_ns - start_ns, x), log axes, a panel per variant in its colour, the diagonal and ±10% drawn;

@@ -360,3 +360,15 @@ def test_serving_labels_and_the_step_fit():
     assert fit.loc["a", "sum_bias_pct"] == pytest.approx(100 * (310 / 300 - 1))
     assert fit.loc["b", "median_abs_error_pct"] == 0
     assert len(plots.step_fit_plot(steps).axes) == 2
+
+
+def test_step_speed_is_the_time_weighted_slowdown_of_each_repeat_and_its_stalls():
+    # Seed 1 at load 0.8: repeat 0 ran as predicted, repeat 1 took 10% longer overall, one step a stall (2x).
+    steps = pd.DataFrame({"variant": "a", "seed": 1, "load": 0.8, "repeat": [0, 0, 1, 1],
+                          "start_ns": [0, 100, 0, 200], "end_ns": [100, 400, 200, 420],
+                          "predicted_ns": [100, 300, 100, 300]})
+    speed = plots.step_speed_table(steps).set_index("repeat")
+    assert speed.loc[0, "slowdown_pct"] == pytest.approx(0.0) and speed.loc[0, "stalls"] == 0
+    assert speed.loc[1, "slowdown_pct"] == pytest.approx(100 * (420 / 400 - 1))
+    assert speed.loc[1, "stalls"] == 1 and speed.loc[1, "stall_ms"] == pytest.approx(100 / 1e6)
+    assert list(speed["steps"]) == [2, 2]

@@ -5,6 +5,8 @@ that name them. Speed-free: figures are checked for consistency, never
 against this machine's speed."""
 import math
 import os
+import subprocess
+import sys
 
 import h5py
 import numpy as np
@@ -91,6 +93,17 @@ def test_steps_profile_and_projection_are_recorded(served_results):
         assert (index[metric] > 0).all(), metric
     # The projected memory holds the 7B weights (13.5 GB in bf16) and some KV.
     assert (index.projected_memory_gb > 13.4).all()
+
+
+def test_bench_serving_prints_the_validation_and_the_servers_speed(served_results):
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "python", "bench_serving.py"), served_results],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode in (0, 1), proc.stderr  # 1: a cell past 10%, which the smoke model may well have
+    out = proc.stdout
+    assert "cells within ±10%" in out and "within the real server's own repeat spread" in out
+    speed = [line for line in out.splitlines() if line.startswith("| ") and " pts (seed 1) |" in line]
+    # One row per variant and load: both variants at the three loads, each served twice (a gap to read).
+    assert sorted(line.split("|")[1].strip() for line in speed) == ["baseline"] * 3 + ["sfvl"] * 3, out
 
 
 def test_sfvl_is_served_with_its_verifier(served_results):
