@@ -22,6 +22,11 @@ figure (mean over seeds) from the repeats' mean, is the measurement's own
 noise on this machine: a simulator that predicted the server exactly would
 still miss a single repeat by that much.
 
+And, as a diagnosis, the simulator run at the speed each measured repeat
+ran at against its cost model (read off the repeat's own steps): what it
+still misses is the scheduler and the cost model's shape, not this
+machine's drift during the load.
+
 Then how fast the real server ran against its cost model at each load
 (zerolayer.plots.step_speed_table on serve/steps): the range of the
 time-weighted slowdown over seeds and repeats, the largest gap between two
@@ -155,6 +160,13 @@ def main():
     if any(r["repeats"] > 1 for r in rows):
         noise = sum(within_noise(r, args.tolerance) for r in rows)
         print(f"{noise}/{len(rows)} cells within ±{args.tolerance:g}% or within the real server's own repeat spread")
+    diagnosed = [r for r in rows if r["at_speed"] == r["at_speed"]]
+    if diagnosed:
+        worst = max(diagnosed, key=lambda r: abs(r["at_speed_error_pct"]))
+        at_speed = sum(abs(r["at_speed_error_pct"]) <= args.tolerance for r in diagnosed)
+        print(f"{at_speed}/{len(diagnosed)} cells within ±{args.tolerance:g}% for the simulator run at the speed each "
+              f"repeat ran at (a diagnosis, not the prediction); worst {worst['at_speed_error_pct']:+.1f}% "
+              f"({worst['variant']}, load {worst['load']:.2f}, {worst['figure']})")
     speed = speed_markdown(path)
     if speed:
         print("\nThe real server against its cost model, per load (time-weighted; + is slower than the model):\n")

@@ -389,11 +389,18 @@ def simulator_error_table(loads, figures=VALIDATION_FIGURES, by="variant", sensi
     from the repeats' mean, in % of it (NaN with one repeat). Given serve/sensitivity (load_serving(path,
     "sensitivity")), band_lo and band_hi bound what the simulator predicts (mean over seeds) with every step up to
     2% shorter or longer than its cost model says (its own figure included): the error a profile leaves in step
-    time, on this machine, moves a near-saturated cell across that band (NaN without it). Columns: variant, load,
-    figure, measured, simulated, error_pct, repeat_spread_pct, band_lo, band_hi, seeds, repeats."""
+    time, on this machine, moves a near-saturated cell across that band (NaN without it). at_speed and
+    at_speed_error_pct: a diagnosis, not a prediction: the simulator at the speed each measured repeat ran at against
+    its cost model (serve/sensitivity rows with matched >= 0), mean over seeds and repeats, and its error (NaN in a
+    file from before them). Columns: variant, load, figure, measured, simulated, error_pct, repeat_spread_pct,
+    band_lo, band_hi, at_speed, at_speed_error_pct, seeds, repeats."""
     if sensitivity is None or sensitivity.empty:
         sensitivity = pd.DataFrame({c: pd.Series(dtype=float) for c in [by, "load", "step_scale", *figures]})
-    scaled = sensitivity.groupby([by, "load", "step_scale"], dropna=False)[list(figures)].mean()
+    if "matched" not in sensitivity:
+        sensitivity = sensitivity.assign(matched=-1)
+    fixed = sensitivity[sensitivity["matched"] < 0]
+    scaled = fixed.groupby([by, "load", "step_scale"], dropna=False)[list(figures)].mean()
+    at_speed = sensitivity[sensitivity["matched"] >= 0].groupby([by, "load"], dropna=False)[list(figures)].mean()
     means = serving_means(loads, [by, "load", "side"], figures)
     measured = loads[loads["side"] == "measured"]
     if "repeat" not in measured:  # a file from before serve.repeats
@@ -409,11 +416,14 @@ def simulator_error_table(loads, figures=VALIDATION_FIGURES, by="variant", sensi
                 spread = 100.0 * (reps[f] - reps[f].mean()).abs().max() / reps[f].mean() if len(reps) > 1 else np.nan
                 band = [s, *scaled[f].get((key, load), pd.Series(dtype=float))] if f in scaled else []
                 lo, hi = (min(band), max(band)) if len(band) > 1 else (np.nan, np.nan)
+                a = at_speed[f].get((key, load), np.nan) if f in at_speed else np.nan
                 rows.append({by: key, "load": load, "figure": f, "measured": m, "simulated": s,
                              "error_pct": 100.0 * (s - m) / m, "repeat_spread_pct": spread, "band_lo": lo,
-                             "band_hi": hi, "seeds": side.at["measured", "seeds"], "repeats": len(reps)})
+                             "band_hi": hi, "at_speed": a, "at_speed_error_pct": 100.0 * (a - m) / m,
+                             "seeds": side.at["measured", "seeds"], "repeats": len(reps)})
     return pd.DataFrame(rows, columns=[by, "load", "figure", "measured", "simulated", "error_pct",
-                                       "repeat_spread_pct", "band_lo", "band_hi", "seeds", "repeats"])
+                                       "repeat_spread_pct", "band_lo", "band_hi", "at_speed", "at_speed_error_pct",
+                                       "seeds", "repeats"])
 
 
 def _axes(ax, figsize):

@@ -131,7 +131,9 @@ def load_serving(path, table="loads"):
       simulator draws;
     - "sensitivity": per load, the simulated figures again with every step
       `step_scale` (0.98, 0.99, 1.01, 1.02) times as long as the cost model
-      says: how far 2% of step time moves each prediction;
+      says: how far 2% of step time moves each prediction (matched = -1),
+      and one row per measured repeat at the speed it ran at against the
+      cost model (matched = the repeat): a diagnosis, not a prediction;
     - "projected": named accelerators and model shapes by roofline, every
       row labelled "projected".
     Empty when no run was served."""

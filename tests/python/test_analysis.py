@@ -318,6 +318,20 @@ def test_simulator_error_bands_the_prediction_over_the_step_time_scales():
     tput = errors[(errors["load"] == 0.5) & (errors["figure"] == "request_throughput")].iloc[0]
     assert tput["band_lo"] == tput["band_hi"] == 50.0
     assert plots.simulator_error_table(loads)["band_lo"].isna().all()  # a file from before serve/sensitivity
+    assert errors["at_speed"].isna().all()  # a file from before the rows at each repeat's speed
+
+
+def test_simulator_error_at_each_repeats_speed_is_a_diagnosis_beside_the_band():
+    loads = _served_loads()
+    # Fixed scales (matched -1) make the band; rows at the speed a repeat ran at (matched 0, scale 1.3) do not.
+    sens = pd.DataFrame([dict(variant="baseline", seed=seed, load=1.0, step_scale=scale, matched=matched,
+                              request_throughput=90.0, median_ttft_ms=ttft, p90_ttft_ms=2 * ttft, median_tpot_ms=1.0)
+                         for seed in (1, 2) for scale, matched, ttft in ((0.98, -1, 16.0), (1.02, -1, 17.0),
+                                                                         (1.3, 0, 15.3))])
+    cell = plots.simulator_error_table(loads, sensitivity=sens)
+    cell = cell[(cell["load"] == 1.0) & (cell["figure"] == "median_ttft_ms")].iloc[0]
+    assert (cell["band_lo"], cell["band_hi"]) == pytest.approx((16.0, 17.0))
+    assert cell["at_speed"] == pytest.approx(15.3) and cell["at_speed_error_pct"] == pytest.approx(2.0)
 
 
 def test_latency_throughput_plot_draws_measured_solid_and_simulated_dashed_hollow():

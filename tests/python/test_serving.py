@@ -40,12 +40,20 @@ def test_serve_bench_measures_and_simulates_each_load(served_results):
     # requests of this tiny model the ramp and tail are most of a run, and it rose 0.98 -> 0.99 in one run of
     # make test; the saturated scaling is tested exactly in C++, ScaledStepsScaleTheSaturatedThroughput.)
     sens = load_serving(served_results, "sensitivity")
-    base_sens = sens[sens.variant == "baseline"]
+    base_sens = sens[(sens.variant == "baseline") & (sens.matched < 0)]
     assert sorted(base_sens.step_scale.unique()) == pytest.approx([0.98, 0.99, 1.01, 1.02])
     assert len(base_sens) == 3 * 4 and "p90_ttft_ms" in sens.columns
     assert (base_sens.completed == 24).all() and (base_sens.duration_s > 0).all()
     for _, g in base_sens.groupby("load"):
         assert g.duration_s.nunique() > 1
+    # And once per measured repeat at the speed it ran at: its steps' time over what the cost model gave them.
+    steps = load_serving(served_results, "steps")
+    at_speed = sens[(sens.variant == "baseline") & (sens.matched >= 0)]
+    assert len(at_speed) == 3 * 2 and (at_speed.completed == 24).all()
+    for row in at_speed.itertuples():
+        mine = steps[(steps.variant == "baseline") & (steps.load == row.load) & (steps.repeat == row.matched)]
+        ran = (mine.end_ns - mine.start_ns).sum() / mine.predicted_ns.sum()
+        assert row.step_scale == pytest.approx(ran, rel=1e-9)
     # Overload queues: at 1.5x capacity the simulated server cannot keep up
     # with the offered rate, at 0.3x it does. (Not the median TTFT: on 24
     # requests of this tiny model the wake-up after an idle wait, up to
