@@ -12,10 +12,11 @@ void ReviewTally::add(const std::vector<StepRecord>& steps) {
     if (st.requests.size() != st.shape.parts.size() || st.dropped.size() != st.shape.parts.size())
       throw std::invalid_argument("ReviewTally: a step's requests and drops must be given per part");
     for (size_t i = 0; i < st.shape.parts.size(); ++i) {
-      if (!st.shape.parts[i].samples) continue;
       const auto request = static_cast<size_t>(st.requests[i]);
       if (request >= review.size()) review.resize(request + 1);
       ReviewState& r = review[request];
+      if (st.shape.parts[i].context == 0) r.admitted();  // a fresh row: first admission, or after a preemption
+      if (!st.shape.parts[i].samples) continue;
       ++samples_;
       const bool open = r.sampled(max_retries_);
       const ReviewKind kind = r.kind();

@@ -62,10 +62,15 @@ size_t position_band(int64_t position);
 
 // One request's place in the review, as the hook keeps it: the tokens it
 // has produced, the furthest position it fired at and the fires spent there.
-// (The hook starts a preempted request's budget afresh when it is admitted
-// again; this state does not: runs here preempt rarely, if ever.)
 class ReviewState {
  public:
+  // The request takes a row again after a preemption (its kept tokens are
+  // recomputed): the hook starts its review afresh there, every position
+  // fresh with a full budget (VerifyHook::begin_sequence).
+  void admitted() {
+    fired_at_ = -1;
+    retries_ = 0;
+  }
   // A token is sampled: returns whether its position has retries left.
   bool sampled(int64_t max_retries) {
     ++produced_;

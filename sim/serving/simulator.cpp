@@ -13,9 +13,11 @@ int64_t SimulatedRunner::run(const StepPlan& plan, int64_t start_ns, std::vector
   std::uniform_real_distribution<double> u(0, 1);
   for (size_t i = 0; i < plan.parts.size(); ++i) {
     const auto& p = plan.parts[i];
-    if (!p.samples || resample_.rate <= 0) continue;
+    if (resample_.rate <= 0) break;
     if (p.request >= static_cast<int64_t>(reviews_.size())) reviews_.resize(p.request + 1);
     ReviewState& r = reviews_[p.request];
+    if (p.fresh_slot) r.admitted();
+    if (!p.samples) continue;
     if (!r.sampled(resample_.max_retries) || u(rng_) >= resample_.rate_at(r.produced(), r.kind())) continue;
     int64_t d = resample_.drop == "2" ? 2 : resample_.drop == "random" ? 1 + static_cast<int64_t>(rng_() % 2) : 1;
     d = std::min(d, r.produced());

@@ -647,6 +647,38 @@ TEST(ServingResample, TheTallyRefusesStepsItCannotRead) {
   }
 }
 
+TEST(ServingResample, APreemptedRequestIsReviewedAfreshWhenAdmittedAgain) {
+  // As the hook does (begin_sequence on the new row): after a preemption, a
+  // position that had spent its budget may fire again.
+  zl::ReviewState r;
+  ASSERT_TRUE(r.sampled(1));
+  ASSERT_TRUE(r.sampled(1));
+  r.took_back(1);                    // position 2 spent its one retry
+  EXPECT_FALSE(r.sampled(1));        // so its next token is kept
+  EXPECT_EQ(r.kind(), zl::kAtFire);
+  r.admitted();                      // preempted, its two tokens recomputed on a new row
+  EXPECT_EQ(r.produced(), 2);
+  EXPECT_TRUE(r.sampled(1));         // position 3: fresh, with a full budget
+  EXPECT_EQ(r.kind(), zl::kFresh);
+
+  // The tally reads a re-admission off a part at context 0: a fire at a
+  // position whose budget was spent before the preemption is a fire, not an
+  // error.
+  auto step = [](int64_t tokens, int64_t context, bool samples, int64_t dropped) {
+    zl::StepRecord st;
+    st.shape.parts.push_back({tokens, context, samples});
+    st.requests = {0};
+    st.dropped = {dropped};
+    return st;
+  };
+  const std::vector<zl::StepRecord> steps{step(4, 0, true, 1),   // prompt of 4, token 1 fires
+                                          step(1, 4, true, 0),   // token 1 again: out of retries, kept
+                                          step(5, 0, true, 1)};  // preempted, readmitted: token 2 fires
+  zl::ReviewTally tally(1);
+  ASSERT_NO_THROW(tally.add(steps));
+  EXPECT_EQ(tally.fires(zl::kFresh), 2);
+}
+
 // ---- Calibration --------------------------------------------------------------
 
 StepShape shape_of(const std::vector<int64_t>& tokens) {
