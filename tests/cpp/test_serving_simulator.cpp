@@ -661,6 +661,28 @@ TEST(ServingResample, APreemptedRequestIsReviewedAfreshWhenAdmittedAgain) {
   EXPECT_TRUE(r.sampled(1));         // position 3: fresh, with a full budget
   EXPECT_EQ(r.kind(), zl::kFresh);
 
+  // The simulator does the same: every position fires once (rate 1, one
+  // retry), and a request preempted between a fire and its retry fires
+  // there again when it comes back, so more than one fire per token.
+  ResampleModel m;
+  m.rate = 1;
+  m.drop = "1";
+  m.max_retries = 1;
+  auto cost = constant_cost(kMs);
+  const int64_t n = 12;
+  // A step apart, so that the victim of a preemption may be between a fire and its retry.
+  const auto reqs = uniform_requests({0, kMs, 2 * kMs, 3 * kMs}, 4, n);
+  zl::SimulatedRunner sim(cost, m, 1);
+  Recording rec(sim);
+  const ServeResult out = zl::serve(reqs, zl::scheduler_options(4, 10, 4, 256), rec);  // 10 blocks: 4 requests need 16
+  int64_t preemptions = 0;
+  for (const auto& q : out.requests) {
+    preemptions += q.preemptions;
+    EXPECT_EQ(static_cast<int64_t>(q.token_ns.size()), n);
+  }
+  ASSERT_GT(preemptions, 0);
+  EXPECT_GT(count_reviews(rec.events, reqs.size()).dropped, static_cast<int64_t>(reqs.size()) * n);
+
   // The tally reads a re-admission off a part at context 0: a fire at a
   // position whose budget was spent before the preemption is a fire, not an
   // error.
