@@ -343,35 +343,113 @@ void print_loads(const std::string& variant, const LoadRows& rows) {
   std::fflush(stdout);
 }
 
-Table steps_table(const std::vector<StepRecord>& steps, const std::vector<double>& load_of_step,
-                  const std::vector<int64_t>& repeat_of_step, const std::vector<int64_t>& predicted_ns) {
-  ShapeColumns shape;
-  std::vector<int64_t> start, end, dropped, running, waiting, preempted, blocks;
-  for (const auto& s : steps) {
-    start.push_back(s.start_ns);
-    end.push_back(s.end_ns);
-    shape.add(s.shape);
-    int64_t d = 0;
-    for (int64_t x : s.dropped) d += x;
-    dropped.push_back(d);
-    running.push_back(s.running);
-    waiting.push_back(s.waiting);
-    preempted.push_back(s.preempted);
-    blocks.push_back(s.free_blocks);
+// Rows of serve/steps: every measured step, the load and repeat it served,
+// and what the load's cost model predicted for it.
+struct StepRows {
+  std::vector<StepRecord> steps;
+  std::vector<double> load;
+  std::vector<int64_t> repeat, predicted_ns;
+  // Adds one repeat's steps; returns how fast it ran against `cost`: its
+  // time-weighted measured / predicted step time (0 without steps).
+  double add(double l, int64_t rep, std::vector<StepRecord> ran, const StepCostModel& cost) {
+    double took = 0, predicted = 0;
+    for (auto& st : ran) {
+      predicted_ns.push_back(cost.step_ns(st.shape));
+      took += static_cast<double>(st.end_ns - st.start_ns);
+      predicted += static_cast<double>(predicted_ns.back());
+      steps.push_back(std::move(st));
+      load.push_back(l);
+      repeat.push_back(rep);
+    }
+    return predicted > 0 ? took / predicted : 0;
   }
-  Table t;
-  t.add("load", load_of_step);
-  t.add("repeat", repeat_of_step);
-  t.add("start_ns", start);
-  t.add("end_ns", end);
-  t.add("predicted_ns", predicted_ns);  // the figure of the cost model calibrated just before its load
-  shape.into(t);
-  t.add("dropped", dropped);
-  t.add("running", running);
-  t.add("waiting", waiting);
-  t.add("preempted", preempted);
-  t.add("free_blocks", blocks);
-  return t;
+  Table table() const {
+    ShapeColumns shape;
+    std::vector<int64_t> start, end, dropped, running, waiting, preempted, blocks;
+    for (const auto& st : steps) {
+      start.push_back(st.start_ns);
+      end.push_back(st.end_ns);
+      shape.add(st.shape);
+      int64_t d = 0;
+      for (int64_t x : st.dropped) d += x;
+      dropped.push_back(d);
+      running.push_back(st.running);
+      waiting.push_back(st.waiting);
+      preempted.push_back(st.preempted);
+      blocks.push_back(st.free_blocks);
+    }
+    Table t;
+    t.add("load", load);
+    t.add("repeat", repeat);
+    t.add("start_ns", start);
+    t.add("end_ns", end);
+    t.add("predicted_ns", predicted_ns);  // the figure of the cost model calibrated around its load
+    shape.into(t);
+    t.add("dropped", dropped);
+    t.add("running", running);
+    t.add("waiting", waiting);
+    t.add("preempted", preempted);
+    t.add("free_blocks", blocks);
+    return t;
+  }
+};
+
+// What serve_run records of its loads: serve/loads, serve/sensitivity and
+// serve/steps.
+struct LoadTables {
+  LoadRows loads;
+  SensitivityRows sensitivity;
+  StepRows steps;
+};
+
+// Load k (`load` of the capacity, at `rate`), on `requests`: served for
+// real serve.repeats times (serve.measure), then profiled again (profiles
+// gains one), and simulated on the model fitted on the profiles just before
+// and just after it (on `first`'s without serve.measure).
+void serve_load(OpenRun& run, const Setup& su, const std::vector<ServeRequest>& requests, size_t k, double load,
+                double rate, const Calibrated& first, uint64_t seed, std::vector<Profile>& profiles, LoadTables& out) {
+  const ServeConfig& s = run.cfg.serve;
+  const Slo slo{s.slo_ttft_ms, s.slo_tpot_ms, s.slo_e2el_ms};
+  const uint64_t sampling = seed + 7 * k;
+  auto simulated = [&](const StepCostModel& cost, const ResampleModel& resample) {
+    return serving_metrics(simulate(cost, resample, requests, su.sched, sampling).requests, slo);
+  };
+  // This machine's speed drifts by 5-20% over seconds to tens of seconds
+  // (a shared VM; measured: a cost model fitted a minute before the
+  // baseline's loads predicted its light load's TPOT 17% fast, and one
+  // fitted just before a load still missed its steps by up to ±6%). So
+  // after each measured load the real step is profiled again, on
+  // workloads of its own seeds, and each load is predicted from the
+  // profiles just before and just after it: a drift over the load cancels
+  // to first order.
+  // With serve.repeats > 1 the same requests are served again straight
+  // after (same sampling seed): what the real server gives a second time
+  // is the measurement's own noise, against which the simulator's error
+  // is read. The profiles bracket every repeat.
+  Calibrated here = first;
+  if (s.measure) {
+    std::vector<ServeResult> real;
+    for (int64_t rep = 0; rep < s.repeats; ++rep) real.push_back(serve_real(run, su, requests, su.sched, sampling));
+    profiles.push_back(profile(run, su, seed + 1000 * (k + 1)));
+    here = calibrated(su, {&profiles[k], &profiles[k + 1]});
+    for (int64_t rep = 0; rep < s.repeats; ++rep) {
+      out.loads.add("measured", load, rate, serving_metrics(real[rep].requests, slo), rep);
+      const double speed = out.steps.add(load, rep, std::move(real[rep].steps), here.cal.cost);
+      // A diagnosis, not a prediction: the simulator at the speed this
+      // repeat ran at, read off its own steps. What it still misses is
+      // the scheduler and the cost model's shape; what it gains over
+      // the prediction is this machine's drift during the load.
+      if (speed > 0) out.sensitivity.add(load, rate, speed, simulated(ScaledCost(here.cal.cost, speed), here.resample), rep);
+    }
+  }
+  out.loads.add("simulated", load, rate, simulated(here.cal.cost, here.resample));
+  // The same with every step up to 2% shorter or longer: how far each
+  // figure moves within the error a profile leaves in step time (this
+  // machine's speed moves by a few % between a profile and a load). Near
+  // saturation a queue turns 1% of step time into tens of % of TTFT p90,
+  // and not monotonically (a burst, a preemption more or less).
+  for (double scale : {0.98, 0.99, 1.01, 1.02})
+    out.sensitivity.add(load, rate, scale, simulated(ScaledCost(here.cal.cost, scale), here.resample));
 }
 
 }  // namespace
@@ -447,74 +525,17 @@ void serve_run(OpenRun& run, RunRecord& r) {
     for (double l : loads) rates.push_back(l * cap);
   }
 
-  const Slo slo{s.slo_ttft_ms, s.slo_tpot_ms, s.slo_e2el_ms};
-  LoadRows rows;
-  SensitivityRows sensitivity;
-  std::vector<StepRecord> measured_steps;
-  std::vector<double> step_load;
-  std::vector<int64_t> step_predicted, step_repeat;
-  for (size_t k = 0; k < rates.size(); ++k) {
-    const auto requests = trace.empty() ? workload(rates[k], k) : trace;
-    // This machine's speed drifts by 5-20% over seconds to tens of seconds
-    // (a shared VM; measured: a cost model fitted a minute before the
-    // baseline's loads predicted its light load's TPOT 17% fast, and one
-    // fitted just before a load still missed its steps by up to ±6%). So
-    // after each measured load the real step is profiled again, on
-    // workloads of its own seeds, and each load is predicted from the
-    // profiles just before and just after it: a drift over the load cancels
-    // to first order.
-    // With serve.repeats > 1 the same requests are served again straight
-    // after (same sampling seed): what the real server gives a second time
-    // is the measurement's own noise, against which the simulator's error
-    // is read. The profiles bracket every repeat.
-    Calibrated here = first;
-    if (s.measure) {
-      std::vector<ServeResult> real;
-      for (int64_t rep = 0; rep < s.repeats; ++rep) real.push_back(serve_real(run, su, requests, su.sched, seed + 7 * k));
-      profiles.push_back(profile(run, su, seed + 1000 * (k + 1)));
-      here = calibrated(su, {&profiles[k], &profiles[k + 1]});
-      for (int64_t rep = 0; rep < s.repeats; ++rep) {
-        rows.add("measured", loads[k], rates[k], serving_metrics(real[rep].requests, slo), rep);
-        double ran = 0, predicted = 0;
-        for (auto& st : real[rep].steps) {
-          step_predicted.push_back(here.cal.cost.step_ns(st.shape));
-          ran += static_cast<double>(st.end_ns - st.start_ns);
-          predicted += static_cast<double>(step_predicted.back());
-          measured_steps.push_back(std::move(st));
-          step_load.push_back(loads[k]);
-          step_repeat.push_back(rep);
-        }
-        // A diagnosis, not a prediction: the simulator at the speed this
-        // repeat ran at, read off its own steps. What it still misses is
-        // the scheduler and the cost model's shape; what it gains over
-        // the prediction is this machine's drift during the load.
-        if (predicted > 0) {
-          const ScaledCost at_speed(here.cal.cost, ran / predicted);
-          sensitivity.add(loads[k], rates[k], ran / predicted,
-                          serving_metrics(simulate(at_speed, here.resample, requests, su.sched, seed + 7 * k).requests, slo),
-                          rep);
-        }
-      }
-    }
-    rows.add("simulated", loads[k], rates[k],
-             serving_metrics(simulate(here.cal.cost, here.resample, requests, su.sched, seed + 7 * k).requests, slo));
-    // The same with every step up to 2% shorter or longer: how far each
-    // figure moves within the error a profile leaves in step time (this
-    // machine's speed moves by a few % between a profile and a load). Near
-    // saturation a queue turns 1% of step time into tens of % of TTFT p90,
-    // and not monotonically (a burst, a preemption more or less).
-    for (double scale : {0.98, 0.99, 1.01, 1.02}) {
-      const ScaledCost scaled(here.cal.cost, scale);
-      sensitivity.add(loads[k], rates[k], scale,
-                      serving_metrics(simulate(scaled, here.resample, requests, su.sched, seed + 7 * k).requests, slo));
-    }
-  }
+  LoadTables tables;
+  for (size_t k = 0; k < rates.size(); ++k)
+    serve_load(run, su, trace.empty() ? workload(rates[k], k) : trace, k, loads[k], rates[k], first, seed, profiles,
+               tables);
   r.tables["serve/profile"] = profile_table(profiles, cal.cost);
-  r.tables["serve/loads"] = rows.table();
-  r.tables["serve/sensitivity"] = sensitivity.table();
-  if (cfg.output.verbosity > 0) print_loads(cfg.variant, rows);
-  if (s.measure) r.tables["serve/steps"] = steps_table(measured_steps, step_load, step_repeat, step_predicted);
+  r.tables["serve/loads"] = tables.loads.table();
+  r.tables["serve/sensitivity"] = tables.sensitivity.table();
+  if (cfg.output.verbosity > 0) print_loads(cfg.variant, tables.loads);
+  if (s.measure) r.tables["serve/steps"] = tables.steps.table();
 
+  const Slo slo{s.slo_ttft_ms, s.slo_tpot_ms, s.slo_e2el_ms};
   if (slo.ttft_ms > 0 || slo.tpot_ms > 0 || slo.e2el_ms > 0) {
     m["serve_max_rate_slo"] = max_rate_meeting(
         cal.cost, su.resample, [&](double rate) { return workload(rate, 0); }, su.sched, slo, s.slo_attainment, cap, seed);
