@@ -122,7 +122,7 @@ def speed_markdown(path):
     speed = step_speed_table(steps)
     out = ["| variant | load | slowdown against the cost model | largest gap between repeats | stalls (ms lost) |",
            "| --- | ---: | ---: | ---: | ---: |"]
-    for (variant, load), g in speed.groupby(["variant", "load"]):
+    for (variant, load), g in speed.groupby(["variant", "load"], dropna=False):
         gaps = g.groupby("seed")["slowdown_pct"].agg(lambda x: x.max() - x.min())
         out.append(f"| {variant} | {load:.2f} | {g.slowdown_pct.min():+.1f}% to {g.slowdown_pct.max():+.1f}% | "
                    f"{gaps.max():.1f} pts (seed {gaps.idxmax()}) | {int(g.stalls.sum())} ({g.stall_ms.sum():.0f}) |")

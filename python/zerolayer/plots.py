@@ -542,7 +542,7 @@ def step_speed_table(steps, by="variant", stall=1.5):
                           "measured": measured, "predicted": predicted})
     frame["stall"] = frame["measured"] > stall * frame["predicted"]
     frame["lost"] = np.where(frame["stall"], frame["measured"] - frame["predicted"], 0.0)
-    g = frame.groupby([by, "seed", "load", "repeat"])
+    g = frame.groupby([by, "seed", "load", "repeat"], dropna=False)  # a trace's load is NaN
     return pd.DataFrame({"steps": g.size(),
                          "slowdown_pct": 100 * (g["measured"].sum() / g["predicted"].sum() - 1),
                          "stalls": g["stall"].sum().astype(int),

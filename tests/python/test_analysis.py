@@ -386,3 +386,6 @@ def test_step_speed_is_the_time_weighted_slowdown_of_each_repeat_and_its_stalls(
     assert speed.loc[1, "slowdown_pct"] == pytest.approx(100 * (420 / 400 - 1))
     assert speed.loc[1, "stalls"] == 1 and speed.loc[1, "stall_ms"] == pytest.approx(100 / 1e6)
     assert list(speed["steps"]) == [2, 2]
+    # A trace's load is NaN: its steps still make a row.
+    trace = steps.assign(load=np.nan)
+    assert len(plots.step_speed_table(trace)) == 2
