@@ -398,25 +398,29 @@ def simulator_error_table(loads, figures=VALIDATION_FIGURES, by="variant", sensi
         sensitivity = pd.DataFrame({c: pd.Series(dtype=float) for c in [by, "load", "step_scale", *figures]})
     if "matched" not in sensitivity:
         sensitivity = sensitivity.assign(matched=-1)
-    fixed = sensitivity[sensitivity["matched"] < 0]
-    scaled = fixed.groupby([by, "load", "step_scale"], dropna=False)[list(figures)].mean()
-    at_speed = sensitivity[sensitivity["matched"] >= 0].groupby([by, "load"], dropna=False)[list(figures)].mean()
     means = serving_means(loads, [by, "load", "side"], figures)
     measured = loads[loads["side"] == "measured"]
     if "repeat" not in measured:  # a file from before serve.repeats
         measured = measured.assign(repeat=0)
+
+    def at_cell(frame, key, load):  # a trace's load is NaN, which no == (nor a groupby key lookup) finds
+        same_load = frame["load"].isna() if pd.isna(load) else frame["load"] == load
+        return frame[(frame[by] == key) & same_load]
+
     rows = []
     for (key, load), group in means.groupby([by, "load"], dropna=False, sort=True):
         side = group.set_index("side")
         if {"measured", "simulated"} <= set(side.index):
-            same_load = measured["load"].isna() if pd.isna(load) else measured["load"] == load
-            reps = measured[(measured[by] == key) & same_load].groupby("repeat")[list(figures)].mean()
+            reps = at_cell(measured, key, load).groupby("repeat")[list(figures)].mean()
+            cell = at_cell(sensitivity, key, load)
+            scaled = cell[cell["matched"] < 0].groupby("step_scale")
+            at_speed = cell[cell["matched"] >= 0]
             for f in figures:
                 m, s = side.at["measured", f], side.at["simulated", f]
                 spread = 100.0 * (reps[f] - reps[f].mean()).abs().max() / reps[f].mean() if len(reps) > 1 else np.nan
-                band = [s, *scaled[f].get((key, load), pd.Series(dtype=float))] if f in scaled else []
+                band = [s, *scaled[f].mean()] if f in cell else []
                 lo, hi = (min(band), max(band)) if len(band) > 1 else (np.nan, np.nan)
-                a = at_speed[f].get((key, load), np.nan) if f in at_speed else np.nan
+                a = at_speed[f].mean() if f in cell and len(at_speed) else np.nan
                 rows.append({by: key, "load": load, "figure": f, "measured": m, "simulated": s,
                              "error_pct": 100.0 * (s - m) / m, "repeat_spread_pct": spread, "band_lo": lo,
                              "band_hi": hi, "at_speed": a, "at_speed_error_pct": 100.0 * (a - m) / m,

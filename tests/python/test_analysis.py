@@ -389,3 +389,15 @@ def test_step_speed_is_the_time_weighted_slowdown_of_each_repeat_and_its_stalls(
     # A trace's load is NaN: its steps still make a row.
     trace = steps.assign(load=np.nan)
     assert len(plots.step_speed_table(trace)) == 2
+
+
+def test_simulator_error_bands_a_trace_whose_load_is_nan():
+    loads = _served_loads().query("load == 1.0").assign(load=np.nan)
+    sens = pd.DataFrame([dict(variant="baseline", seed=seed, load=np.nan, step_scale=scale, matched=matched,
+                              request_throughput=90.0, median_ttft_ms=ttft, p90_ttft_ms=2 * ttft, median_tpot_ms=1.0)
+                         for seed in (1, 2) for scale, matched, ttft in ((0.98, -1, 14.0), (1.02, -1, 18.0),
+                                                                         (1.0, 0, 15.0))])
+    cell = plots.simulator_error_table(loads, sensitivity=sens)
+    cell = cell[cell["figure"] == "median_ttft_ms"].iloc[0]
+    assert np.isnan(cell["load"]) and cell["measured"] == 15.0 and cell["simulated"] == 16.5
+    assert (cell["band_lo"], cell["band_hi"], cell["at_speed"]) == pytest.approx((14.0, 18.0, 15.0))
