@@ -413,14 +413,15 @@ def simulator_error_table(loads, figures=VALIDATION_FIGURES, by="variant", sensi
         if {"measured", "simulated"} <= set(side.index):
             reps = at_cell(measured, key, load).groupby("repeat")[list(figures)].mean()
             cell = at_cell(sensitivity, key, load)
-            scaled = cell[cell["matched"] < 0].groupby("step_scale")
-            at_speed = cell[cell["matched"] >= 0]
+            present = [f for f in figures if f in cell]
+            scaled = cell[cell["matched"] < 0].groupby("step_scale")[present].mean()  # mean over seeds per scale
+            at_speed = cell[cell["matched"] >= 0][present].mean()  # NaN without such rows
             for f in figures:
                 m, s = side.at["measured", f], side.at["simulated", f]
                 spread = 100.0 * (reps[f] - reps[f].mean()).abs().max() / reps[f].mean() if len(reps) > 1 else np.nan
-                band = [s, *scaled[f].mean()] if f in cell else []
+                band = [s, *scaled[f]] if f in scaled else []
                 lo, hi = (min(band), max(band)) if len(band) > 1 else (np.nan, np.nan)
-                a = at_speed[f].mean() if f in cell and len(at_speed) else np.nan
+                a = at_speed.get(f, np.nan)
                 rows.append({by: key, "load": load, "figure": f, "measured": m, "simulated": s,
                              "error_pct": 100.0 * (s - m) / m, "repeat_spread_pct": spread, "band_lo": lo,
                              "band_hi": hi, "at_speed": a, "at_speed_error_pct": 100.0 * (a - m) / m,
