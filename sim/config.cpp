@@ -1,9 +1,12 @@
 #include "sim/config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <sstream>
+
+#include "sim/operating_point.h"
 
 namespace zl {
 namespace {
@@ -425,6 +428,40 @@ std::vector<KeySpec> build_registry() {
   k.push_back(float_key("serve.projected_slo_tpot_ms", &R::serve, &ServeConfig::projected_slo_tpot_ms, E,
                         "TPOT SLO of projected serving (0: none)", in_range(0, 1e9)));
 
+  // Operating points (sim/operating_point.h): [calibrate.VARIANT] per
+  // calibratable variant. Evaluation keys: the knobs solved so far are
+  // evaluation keys too (verify.threshold), so a target never retrains.
+  for (const std::string& v : calibratable_variants()) {
+    const std::string p = "calibrate." + v + ".";
+    auto target = [v](R& c) -> CalibrateTarget& { return c.calibrate.targets[v]; };
+    auto get = [v](const R& c) -> const CalibrateTarget& { return c.calibrate.targets.at(v); };
+    k.push_back({p + "target", "float", "the value " + v + "'s metric is solved for (0: none, the knob as configured)", E,
+                 [=](R& c, const std::string& t) {
+                   double x = parse_float(t);
+                   in_range(0, 1e12)(x);
+                   target(c).target = x;
+                 },
+                 [=](const R& c) { return format_float(get(c).target); }});
+    k.push_back({p + "metric", "string", "what the target is a value of (sim/operating_point.cpp lists them)", E,
+                 [=](R& c, const std::string& t) { target(c).metric = t; },
+                 [=](const R& c) { return get(c).metric; }});
+    k.push_back({p + "knob", "string", "the config key solved for the target", E,
+                 [=](R& c, const std::string& t) { target(c).knob = t; }, [=](const R& c) { return get(c).knob; }});
+    k.push_back(listed({p + "range", "string", "lo, hi: where the knob is searched", E,
+                        [=](R& c, const std::string& t) {
+                          auto r = number_list(t);
+                          if (r.size() != 2 || !(r[0] < r[1]) || !std::isfinite(r[0]) || !std::isfinite(r[1]))
+                            throw std::invalid_argument("expected 'lo, hi' with lo < hi, got '" + t + "'");
+                          target(c).range = t;
+                        },
+                        [=](const R& c) { return get(c).range; }}));
+  }
+  k.push_back(int_key("calibrate.prompts", &R::calibrate, &CalibrateConfig::prompts, E,
+                      "calibration prompts: openings of validation documents that no test prompt was cut from",
+                      at_least(1)));
+  k.push_back(float_key("calibrate.tolerance", &R::calibrate, &CalibrateConfig::tolerance, E,
+                        "relative: the search ends at a probe within tolerance * target", in_range(0, 1, true)));
+
   k.push_back(str_key("output.dir", &R::output, &OutputConfig::dir, O, "where shards, checkpoints and results go",
                       [](const std::string& v) {
                         if (v.empty()) throw std::invalid_argument("must not be empty");
@@ -435,6 +472,16 @@ std::vector<KeySpec> build_registry() {
 }
 
 }  // namespace
+
+CalibrateConfig::CalibrateConfig() {
+  for (const auto& t : operating_targets()) {
+    if (targets.count(t.variant)) continue;  // the variant's first row gives its defaults
+    CalibrateTarget& c = targets[t.variant];
+    c.metric = t.metric;
+    c.knob = t.knob;
+    c.range = format_float(t.lo) + ", " + format_float(t.hi);
+  }
+}
 
 std::string Origin::str(const std::string& key) const {
   if (file.empty()) return key;
@@ -498,6 +545,14 @@ void validate(const RunConfig& c, const std::map<std::string, Origin>& origins) 
       if (!problem.empty()) fail(problem.substr(0, colon), problem.substr(colon + 2));
     }
   }
+  for (const auto& [variant, t] : c.calibrate.targets) {
+    if (t.target == 0) continue;
+    const std::string problem = operating_target_problem(variant, t.metric, t.knob);
+    if (!problem.empty()) {
+      const bool knob = problem.rfind("unknown knob", 0) == 0;
+      fail("calibrate." + variant + (knob ? ".knob" : ".metric"), problem);
+    }
+  }
   double rank = std::stod(c.fused.value_rank);
   if (rank > static_cast<double>(c.model.head_dim()))
     fail("fused.value_rank", "must not exceed the head width (" + std::to_string(c.model.head_dim()) + ")");
@@ -507,7 +562,7 @@ std::string to_ini(const RunConfig& cfg) {
   std::ostringstream out;
   std::string section;
   for (const auto& k : config_keys()) {
-    auto dot = k.name.find('.');
+    auto dot = k.name.rfind('.');  // [calibrate.sfvl] target = ...
     std::string sec = dot == std::string::npos ? "" : k.name.substr(0, dot);
     std::string key = dot == std::string::npos ? k.name : k.name.substr(dot + 1);
     if (sec != section) {
@@ -607,6 +662,12 @@ bool relevant(const std::string& key, const std::string& variant, bool training_
     if (mode == "trained" && key.rfind("latent.svd_", 0) == 0) return false;
     return true;
   }
+  if (key.rfind("calibrate.", 0) == 0) {
+    // A variant's own target, and the shared settings where it has one.
+    const auto vars = calibratable_variants();
+    if (std::find(vars.begin(), vars.end(), variant) == vars.end() || training_only) return false;
+    return key.rfind("calibrate." + variant + ".", 0) == 0 || key == "calibrate.prompts" || key == "calibrate.tolerance";
+  }
   if (key.rfind("verify.", 0) == 0) return (variant == "sfvl" || control_reads(key, variant)) && !training_only;
   if (key.rfind("control.", 0) == 0) return control_reads(key, variant) && !training_only;
   if (key.rfind("contrastive.", 0) == 0) return variant == "contrastive" && !training_only;
@@ -644,6 +705,9 @@ std::string canonical(const RunConfig& cfg, bool training_only) {
     if (k.role == KeyRole::Output || !relevant(k.name, cfg.variant, training_only, cfg.latent.mode, cfg.serve.enabled))
       continue;
     if (training_only && k.role != KeyRole::Training) continue;
+    // Without a target the [calibrate] keys change nothing: a run keeps the
+    // identity it had before operating points existed.
+    if (k.name.rfind("calibrate.", 0) == 0 && !operating_point(cfg)) continue;
     std::string value = (training_only && k.name == "variant") ? trained_family(cfg) : k.get(cfg);
     text += k.name + "=" + value + "\n";
   }

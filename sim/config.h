@@ -243,6 +243,21 @@ struct ServeConfig {
   double projected_slo_tpot_ms = 100;
 };
 
+// Operating points (SPEC §9.2; sim/operating_point.h): a behaviour an article
+// states, solved for per run by a knob. One target per calibratable variant,
+// set in a [calibrate.VARIANT] section.
+struct CalibrateTarget {
+  double target = 0;                    // 0 = none: the knob as configured
+  std::string metric, knob;             // defaults: the variant's first row of operating_targets()
+  std::string range;                    // "lo, hi" of the knob (default: that row's)
+};
+struct CalibrateConfig {
+  std::map<std::string, CalibrateTarget> targets;  // by variant; every calibratable variant has an entry
+  int64_t prompts = 64;                 // calibration prompts (openings of validation documents no test prompt uses)
+  double tolerance = 0.1;               // relative: a probe within tolerance * target ends the search
+  CalibrateConfig();
+};
+
 struct OutputConfig {
   std::string dir = "results";          // shards, checkpoints and results.h5 go here
   int64_t verbosity = 1;                // 0 quiet, 1 progress, 2 debug
@@ -269,6 +284,7 @@ struct RunConfig {
   LatentConfig latent;
   JudgeConfig judge;
   ServeConfig serve;
+  CalibrateConfig calibrate;
   OutputConfig output;
 };
 

@@ -24,6 +24,11 @@ Prompts make_prompts(const RunConfig& cfg, const Dataset& ds, int64_t count, int
       if (static_cast<int64_t>(ids.size()) > budget) continue;  // would be truncated: facts lost
       p.text.push_back(cp.prompt);
       p.tokens.push_back(ids);
+      // A prompt is its document's opening, cut at a clause boundary.
+      int64_t doc = -1;
+      for (size_t d = 0; d < ds.docs.val.size() && doc < 0; ++d)
+        if (ds.docs.val[d].text.compare(0, cp.prompt.size(), cp.prompt) == 0) doc = static_cast<int64_t>(d);
+      p.source_doc.push_back(doc);
       if (static_cast<int64_t>(p.text.size()) == count) break;
     }
     p.judged = !p.text.empty();
@@ -35,9 +40,37 @@ Prompts make_prompts(const RunConfig& cfg, const Dataset& ds, int64_t count, int
       ids.resize(std::min<size_t>(ids.size(), budget));
       p.tokens.push_back(ids);
       p.text.push_back(ds.tokenizer->decode(ids));
+      p.source_doc.push_back(static_cast<int64_t>(i));
     }
   }
   if (p.tokens.empty()) throw std::runtime_error("no decode prompts fit in model.context - decode.max_new_tokens");
+  return p;
+}
+
+Prompts calibration_prompts(const RunConfig& cfg, const Dataset& ds, int64_t count, const std::vector<int64_t>& lengths) {
+  const Prompts test = make_prompts(cfg, ds);
+  std::vector<bool> used(ds.docs.val.size(), false);
+  for (int64_t d : test.source_doc)
+    if (d >= 0) used[d] = true;
+  Prompts p;
+  int64_t free_docs = 0;
+  for (size_t i = 0; i < ds.docs.val.size() && static_cast<int64_t>(p.tokens.size()) < count; ++i) {
+    if (used[i]) continue;
+    ++free_docs;
+    auto ids = ds.tokenizer->encode(ds.docs.val[i].text);
+    const int64_t len = lengths[p.tokens.size() % lengths.size()];
+    if (static_cast<int64_t>(ids.size()) < len + 1) continue;  // too short to be cut
+    ids.resize(len);
+    p.tokens.push_back(ids);
+    p.text.push_back(ds.tokenizer->decode(ids));
+    p.source_doc.push_back(static_cast<int64_t>(i));
+  }
+  if (static_cast<int64_t>(p.tokens.size()) < count)
+    throw std::runtime_error("calibrate.prompts = " + std::to_string(count) + ": only " +
+                             std::to_string(p.tokens.size()) + " of the " + std::to_string(ds.docs.val.size()) +
+                             " validation documents are long enough and unused by the " +
+                             std::to_string(test.tokens.size()) + " test prompts (" + std::to_string(free_docs) +
+                             " unused); lower it or raise data.documents");
   return p;
 }
 

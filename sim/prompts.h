@@ -14,6 +14,7 @@ struct Prompts {
   std::vector<std::string> text;
   std::vector<std::vector<int32_t>> tokens;
   bool judged = false;  // contract prompts, judged by the checker
+  std::vector<int64_t> source_doc;  // the validation document each was cut from (index into ds.docs.val)
 };
 
 // Contract prompts (judged by the checker) whose tokens fit beside the
@@ -23,5 +24,12 @@ struct Prompts {
 // decode.prompts; `budget` (tokens a prompt may hold) to model.context −
 // decode.max_new_tokens.
 Prompts make_prompts(const RunConfig& cfg, const Dataset& ds, int64_t count = 0, int64_t budget = 0);
+
+// Calibration prompts (SPEC §9.2, sim/operating_point.h): openings of
+// validation documents that no test prompt (make_prompts at the run's
+// decode.prompts) was cut from, `lengths` tokens long in turn, so that a knob
+// solved on them is not fitted to the text it is then measured on. Throws,
+// naming calibrate.prompts, when too few documents are left.
+Prompts calibration_prompts(const RunConfig& cfg, const Dataset& ds, int64_t count, const std::vector<int64_t>& lengths);
 
 }  // namespace zl

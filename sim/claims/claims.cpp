@@ -17,6 +17,7 @@
 
 #include "sim/claims/claims_calibration.h"
 #include "sim/claims/least_squares.h"
+#include "sim/claims/operating_points.h"
 #include "sim/claims/stats.h"
 #include "sim/config.h"
 #include "sim/h5.h"
@@ -264,10 +265,18 @@ std::string fmt(double v) {
   return buf;
 }
 
+// A numeric cell as a selector compares it: integers without a decimal point.
+std::string fmt_exact(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
 // ---- per-seed measurement ----------------------------------------------------
 
 struct Measured {
   std::map<int64_t, double> per_seed;
+  std::vector<const ClaimRun*> runs;  // every run the selectors matched
   std::string problem;  // a reason no value could be formed ("missing: ..." or "ambiguous: ...")
   std::string note;
 };
@@ -298,6 +307,9 @@ Measured measure(const ClaimSpec& s, const ClaimsInput& in) {
     out.problem = "missing: " + why_missing(s.treatment, in);
     return out;
   }
+  for (const auto& [seed, runs] : treat) out.runs.insert(out.runs.end(), runs.begin(), runs.end());
+  if (!s.control.empty())
+    for (const auto& [seed, runs] : select(s.control, in)) out.runs.insert(out.runs.end(), runs.begin(), runs.end());
   std::unique_ptr<Expr> metric;
   if (!s.metric.empty()) metric = ExprParser(s.metric).parse();
   std::string missing_metric;
@@ -371,12 +383,35 @@ Measured measure(const ClaimSpec& s, const ClaimsInput& in) {
                       (xc ? s.y : s.x);
         return out;
       }
+      // `rows`: only the table rows whose columns match (a selector over columns).
+      std::vector<std::pair<const Table::Column*, const Condition*>> filters;
+      const std::vector<Condition> keep = parse_selector(s.rows);
+      for (const Condition& c : keep) {
+        const Table::Column* col = t->find(c.key);
+        if (!col) {
+          out.problem = "missing: table " + s.table + " of run " + runs[0]->run_id + " has no column " + c.key;
+          return out;
+        }
+        filters.emplace_back(col, &c);
+      }
+      auto kept = [&](size_t i) {
+        for (const auto& [col, c] : filters) {
+          const auto* str = std::get_if<std::vector<std::string>>(col);
+          const std::string have = str ? (*str)[i] : fmt_exact(column_value(*col, i));
+          bool any = false;
+          for (const auto& v : c->values) any = any || same_value(have, v);
+          if (!any) return false;
+        }
+        return true;
+      };
       std::vector<double> xs, ys;
       for (size_t i = 0; i < t->rows(); ++i) {
+        if (!kept(i)) continue;
         xs.push_back(column_value(*xc, i));
         double y = column_value(*yc, i);
         ys.push_back(y);
       }
+      if (xs.size() < 2) continue;
       LineFit f = fit_line(xs, ys);
       if (!std::isfinite(f.slope)) continue;
       double lo_x = *std::min_element(xs.begin(), xs.end()), hi_x = *std::max_element(xs.begin(), xs.end());
@@ -415,12 +450,14 @@ void finish_spec(ClaimSpec& s, const std::map<std::string, std::string>& kv, con
   s.treatment = need("treatment");
   s.control = get("control");
   s.untestable = get("untestable");
+  s.by_construction = get("by_construction");
   if (s.comparison == "difference" || s.comparison == "relative") s.control = need("control");
   if (s.comparison == "argmin") s.over = need("over");
   if (s.comparison == "trend") {
     s.table = need("table");
     s.x = need("x");
     s.y = need("y");
+    s.rows = get("rows");
   } else {
     s.metric = need("metric");
     try {
@@ -429,7 +466,7 @@ void finish_spec(ClaimSpec& s, const std::map<std::string, std::string>& kv, con
       throw std::runtime_error(where + ": claim " + s.id + ": metric '" + s.metric + "': " + e.what());
     }
   }
-  for (const char* key : {"treatment", "control"}) {
+  for (const char* key : {"treatment", "control", "rows"}) {
     try {
       parse_selector(get(key));
     } catch (const std::exception& e) {
@@ -600,7 +637,8 @@ std::map<std::string, std::string> setting_labels(const std::vector<ClaimRun>& r
 std::vector<ClaimSpec> parse_registry(const std::string& text, const std::string& file) {
   static const std::set<std::string> kKeys = {"source", "claim",   "metric",    "comparison", "treatment",
                                               "control", "over",   "table",     "x",          "y",
-                                              "claimed", "tolerance", "region", "untestable"};
+                                              "claimed", "tolerance", "region", "untestable",
+                                              "by_construction", "rows"};
   std::vector<ClaimSpec> specs;
   std::vector<std::map<std::string, std::string>> values;
   std::set<std::string> ids;
@@ -735,7 +773,7 @@ Judgement judge_estimate(const MeanEstimate& e, CiMethod m, double region_lo, do
 namespace {
 
 bool judged_from_data(const ClaimResult& r) {
-  return r.spec->untestable.empty() && !is_known_row(r) && r.seeds >= kMinSeeds &&
+  return r.spec->untestable.empty() && r.spec->by_construction.empty() && !is_known_row(r) && r.seeds >= kMinSeeds &&
          (r.verdict == "supported" || r.verdict == "refuted" || r.verdict == "inconclusive");
 }
 
@@ -815,7 +853,8 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<ClaimSpec>& specs, co
       r.verdict = "untestable";
       r.seeds_needed = 0;
     }
-    if (is_known_row(r)) r.seeds_needed = 0;
+    if (is_known_row(r) || !s.by_construction.empty()) r.seeds_needed = 0;
+    r.operating_point = describe_operating_points(m.runs);
   }
   std::vector<ClaimResult> kept;
   for (size_t i = 0; i < out.size(); ++i)
@@ -844,7 +883,9 @@ void apply_holm(std::vector<ClaimResult>& results, double level) {
   for (size_t i = 0; i < results.size(); ++i) {
     ClaimResult& r = results[i];
     if (std::isnan(p[i])) {
-      r.verdict_holm = is_known_row(r) ? "" : r.verdict;
+      r.verdict_holm = is_known_row(r)                      ? ""
+                       : !r.spec->by_construction.empty() ? "by construction"
+                                                          : r.verdict;
       continue;
     }
     const bool decided = adjusted[i] < alpha;
@@ -916,7 +957,7 @@ std::string format_plan(const std::vector<ClaimResult>& results, const std::stri
 
 Table claims_table(const std::vector<ClaimResult>& results) {
   std::vector<std::string> id, source, claim, metric, comparison, treatment, control, claimed, verdict, note, method,
-      verdict_holm, known_method, projection, of_claim;
+      verdict_holm, known_method, projection, of_claim, by_construction, operating_point;
   std::vector<double> lo_r, hi_r, value, lo, hi, t_lo, t_hi, boot_lo, boot_hi, bca_lo, bca_hi, p_support, p_refute;
   std::vector<int64_t> seeds, needed;
   for (const auto& r : results) {
@@ -924,7 +965,9 @@ Table claims_table(const std::vector<ClaimResult>& results) {
     id.push_back(s.id);
     source.push_back(s.source);
     claim.push_back(s.claim);
-    metric.push_back(s.comparison == "trend" ? s.y + " ~ " + s.x + " in " + s.table : s.metric);
+    metric.push_back(s.comparison == "trend"
+                         ? s.y + " ~ " + s.x + " in " + s.table + (s.rows.empty() ? "" : " where " + s.rows)
+                         : s.metric);
     comparison.push_back(s.comparison + (s.over.empty() ? "" : " over " + s.over));
     treatment.push_back(s.treatment);
     control.push_back(s.control);
@@ -951,6 +994,8 @@ Table claims_table(const std::vector<ClaimResult>& results) {
     known_method.push_back(s.projected ? "" : s.known_method);
     projection.push_back(s.projected ? s.known_method : "");
     of_claim.push_back(s.of_claim);
+    by_construction.push_back(s.by_construction);
+    operating_point.push_back(r.operating_point);
   }
   Table t;
   t.add("id", id);
@@ -983,6 +1028,8 @@ Table claims_table(const std::vector<ClaimResult>& results) {
   t.add("known_method", known_method);
   t.add("projection", projection);  // a projected row's name ("" for measured rows)
   t.add("of_claim", of_claim);
+  t.add("by_construction", by_construction);  // why the value is fixed by the design ("": a finding)
+  t.add("operating_point", operating_point);  // the calibrated targets of its runs (sim/operating_point.h)
   return t;
 }
 
@@ -1020,7 +1067,19 @@ std::string format_claims(const std::vector<ClaimResult>& results, bool holm) {
   std::snprintf(line, sizeof line, "%-28s %-30s %-22s %-12s %s%s\n", "claim", "measured [95% CI]", "claimed",
                 "n, method", "verdict", holm ? "        Holm" : "");
   out << line;
-  for (const auto& r : results) {
+  // Rows true by construction (SPEC §9.5) come last, apart, with their known
+  // methods' rows: manipulation checks, not findings.
+  std::vector<const ClaimResult*> order, apart;
+  for (const auto& r : results) (r.spec->by_construction.empty() ? order : apart).push_back(&r);
+  if (!apart.empty()) order.push_back(nullptr);  // the heading of the rows apart
+  order.insert(order.end(), apart.begin(), apart.end());
+  for (const ClaimResult* row : order) {
+    if (!row) {
+      out << "\nby construction (a value fixed by the design or enforced by training: a manipulation check, "
+             "outside the Holm family)\n";
+      continue;
+    }
+    const ClaimResult& r = *row;
     const ClaimSpec& s = *r.spec;
     if (is_known_row(r)) {
       out << format_known(r);
@@ -1035,7 +1094,9 @@ std::string format_claims(const std::vector<ClaimResult>& results, bool holm) {
     std::snprintf(line, sizeof line, "%-28s %-30s %-22s %-12s %s%s\n", s.id.c_str(), m.c_str(),
                   s.claimed_text.c_str(), n.c_str(), v.c_str(), holm ? r.verdict_holm.c_str() : "");
     out << line;
-    std::string how = s.comparison == "trend" ? s.y + " ~ " + s.x + " (" + s.table + ")" : s.metric;
+    std::string how = s.comparison == "trend"
+                          ? s.y + " ~ " + s.x + " (" + s.table + (s.rows.empty() ? "" : " where " + s.rows) + ")"
+                          : s.metric;
     how += ", " + s.comparison + (s.over.empty() ? "" : " over " + s.over) + ": " + s.treatment +
            (s.control.empty() ? "" : " vs " + s.control);
     out << "    " << s.source << ": " << s.claim << "\n    " << how << "\n";
@@ -1043,6 +1104,8 @@ std::string format_claims(const std::vector<ClaimResult>& results, bool holm) {
       out << "    percentile bootstrap [" << fmt(r.percentile.lo) << ", " << fmt(r.percentile.hi) << "]\n";
     if (r.seeds_needed > 0)
       out << "    seeds needed (power estimate, 80%): " << r.seeds_needed << "\n";
+    if (!s.by_construction.empty()) out << "    by construction: " << s.by_construction << "\n";
+    out << "    operating point: " << (r.operating_point.empty() ? "as configured" : r.operating_point) << "\n";
     if (!r.note.empty()) out << "    " << r.note << "\n";
   }
   return out.str();

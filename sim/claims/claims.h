@@ -26,9 +26,14 @@ struct ClaimSpec {
   std::string treatment, control;  // run selectors: "variant=sfvl verify.threshold=0.82"
   std::string over;                // argmin: the config key swept
   std::string table, x, y;         // trend: per-run table and its columns
+  std::string rows;                // trend: a selector over the table's columns ("first=1 pass=quality|context")
   std::string claimed_text;        // as written ("0.37", "0.25 .. 0.44")
   double region_lo = 0, region_hi = 0;  // the claimed region the value must lie in
   std::string untestable;          // reason, or empty
+  // Why the value follows from the design, not from a measurement (SPEC
+  // §9.5): the row keeps its verdict as a manipulation check, is printed
+  // apart, and is left out of the Holm family and the seeds plan.
+  std::string by_construction;
   std::string file;                // where the section is, for errors
   int line = 0;
   // A known method's row beside the claim (registry key `known.NAME`): the
@@ -91,6 +96,9 @@ struct ClaimResult {
   std::string verdict_holm;                // the verdict under Holm across the table's rows
   int64_t seeds_needed = 0;                // inconclusive rows: power estimate (0: not applicable)
   std::map<int64_t, double> per_seed;      // the values behind the interval
+  // The calibrated targets of the runs it compares ("" when every setting is
+  // as configured): sim/claims/operating_points.h.
+  std::string operating_point;
 };
 
 // A known method's row (ClaimSpec::known_method), not one of the articles' claims.

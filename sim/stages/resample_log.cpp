@@ -1,6 +1,30 @@
 #include "sim/stages/resample_log.h"
 
+#include <cstdint>
+
 namespace zl {
+namespace {
+
+double first_rate(const std::vector<VerifyEvent>& events, int64_t below, bool (*keep)(const VerifyEvent&)) {
+  int64_t first = 0, fired = 0;
+  for (const auto& e : events) {
+    if (!e.first || e.context_len >= below || (keep && !keep(e))) continue;
+    ++first;
+    fired += e.fired;
+  }
+  return first > 0 ? static_cast<double>(fired) / first : NAN;
+}
+
+}  // namespace
+
+double first_check_trigger_rate(const std::vector<VerifyEvent>& events, bool (*keep)(const VerifyEvent&)) {
+  return first_rate(events, INT64_MAX, keep);
+}
+
+double first_check_trigger_rate_short(const std::vector<VerifyEvent>& events, int64_t short_context,
+                                      bool (*keep)(const VerifyEvent&)) {
+  return first_rate(events, short_context, keep);
+}
 
 ResampleRates resample_rates(const std::vector<VerifyEvent>& events, double eps, bool (*keep)(const VerifyEvent&)) {
   ResampleRates r;

@@ -25,6 +25,7 @@ struct VerifyEvent {
   int32_t proposed = 0;          // the checked token
   double score = 0;              // verifier confidence
   bool fired = false;            // score < threshold
+  bool first = true;             // the position's first check: its token was not drawn by a re-sample
   bool resampled = false;        // fired with retries left: tokens dropped
   int64_t dropped = 0;
   std::vector<int32_t> prefix;   // the sequence before the dropped tokens (prompt included)
@@ -47,6 +48,15 @@ struct ResampleRates {
   double equiv_rate_self = NAN;     // the same with the run's own LM as the judge
   double fix_rate = NAN;            // fewer violations after, over resolved (needs a checker)
 };
+
+// The share of first checks (VerifyEvent::first) that fired, over the events
+// for which `keep` is true (all when null): the verifier's verdict on what
+// the model proposes, apart from its re-checks of its own re-samples (the
+// operating point of sim/operating_point.h). NaN without a first check.
+double first_check_trigger_rate(const std::vector<VerifyEvent>& events, bool (*keep)(const VerifyEvent&) = nullptr);
+// The same at a context shorter than `short_context` tokens ("short text").
+double first_check_trigger_rate_short(const std::vector<VerifyEvent>& events, int64_t short_context,
+                                      bool (*keep)(const VerifyEvent&) = nullptr);
 
 // Rates over the events for which `keep` is true (all when null).
 ResampleRates resample_rates(const std::vector<VerifyEvent>& events, double equiv_epsilon,

@@ -41,6 +41,20 @@ class SfvlStage : public VariantStage {
     return {opt, make_hook(ctx, opt, seed, /*logged=*/false, "serving"), ""};
   }
 
+  // The first-check trigger rates (seed 002 §2.2's 18% on short text) on the
+  // calibration prompts, at the threshold ctx.cfg sets.
+  double operating_metric(const StageContext& ctx, const std::string& metric, const Prompts& prompts) override {
+    const auto& cfg = ctx.cfg;
+    if (check_ != Check::Verifier || (metric != "trigger_rate_first_short" && metric != "trigger_rate_first"))
+      return VariantStage::operating_metric(ctx, metric, prompts);
+    Verifier v = verifier_;
+    WindowScorer scorer = [v](const torch::Tensor& w) mutable { return v->score(w); };
+    return first_check_rate_at(ctx.model, scorer, v->cfg.window, VerifyPolicy::from(cfg.verify, cfg.decode.temperature),
+                               prompts.tokens, decode_options(cfg.decode, ctx.data.tokenizer->eos_id()),
+                               sampling_seed(cfg, 7933) + 37,
+                               metric == "trigger_rate_first" ? 0 : cfg.model.context / 4);
+  }
+
   void add_flops(const StageContext& ctx, int64_t context, std::map<std::string, double>& per_module) override {
     if (check_ == Check::Verifier) per_module["verifier"] = verifier_->cfg.flops_per_check();  // one check per proposed token
   }
@@ -77,6 +91,11 @@ class SfvlStage : public VariantStage {
     m["retries_exhausted_rate"] = q.exhausted_rate;
     m["resamples"] = static_cast<double>(q.resamples);
     m["checks_per_token"] = quality.kept_tokens > 0 ? static_cast<double>(q.checks) / quality.kept_tokens : NAN;
+    // First checks only (the operating point's metrics, sim/operating_point.h),
+    // of the quality and context passes: the test prompts' values.
+    auto test_pass = [](const VerifyEvent& e) { return e.pass == "quality" || e.pass == "context"; };
+    m["trigger_rate_first"] = first_check_trigger_rate(events_, test_pass);
+    m["trigger_rate_first_short"] = first_check_trigger_rate_short(events_, cfg.model.context / 4, test_pass);
     m["trigger_rate_ood"] = resample_rates(events_, eps, [](const VerifyEvent& e) { return e.pass == "ood"; }).trigger_rate;
 
     // By context length: quality and sweep checks, in quarters of the context.
@@ -212,7 +231,7 @@ class SfvlStage : public VariantStage {
       return s;
     };
     std::vector<std::string> pass, before, after;
-    std::vector<int64_t> item, position, context, proposed, fired, resampled, dropped, replacement, vb, va;
+    std::vector<int64_t> item, position, context, proposed, fired, first, resampled, dropped, replacement, vb, va;
     std::vector<double> score, nb, na, nbs, nas;
     for (const auto& e : events_) {
       pass.push_back(e.pass);
@@ -222,6 +241,7 @@ class SfvlStage : public VariantStage {
       proposed.push_back(e.proposed);
       score.push_back(e.score);
       fired.push_back(e.fired);
+      first.push_back(e.first);
       resampled.push_back(e.resampled);
       dropped.push_back(e.dropped);
       replacement.push_back(e.resolved() ? e.after.back() : -1);
@@ -242,6 +262,7 @@ class SfvlStage : public VariantStage {
     t.add("proposed", proposed);
     t.add("score", score);
     t.add("fired", fired);
+    t.add("first", first);
     t.add("resampled", resampled);
     t.add("dropped", dropped);
     t.add("replacement", replacement);
@@ -264,6 +285,21 @@ class SfvlStage : public VariantStage {
 };
 
 }  // namespace
+
+double first_check_rate_at(Transformer& model, const WindowScorer& scorer, int64_t window, const VerifyPolicy& policy,
+                           const std::vector<std::vector<int32_t>>& prompts, DecodeOptions opt, uint64_t seed,
+                           int64_t short_context) {
+  if (short_context > 0) {  // nothing past short text is counted: stop there
+    size_t shortest = prompts.front().size();
+    for (const auto& p : prompts) shortest = std::min(shortest, p.size());
+    opt.max_new_tokens = std::max<int64_t>(1, short_context - static_cast<int64_t>(shortest));
+  }
+  at::Generator gen = make_generator(seed);
+  VerifyHook hook(scorer, window, policy, seed, /*log=*/true, "calibrate");
+  zl::decode(model, prompts, opt, gen, &hook);
+  return short_context > 0 ? first_check_trigger_rate_short(hook.events, short_context)
+                           : first_check_trigger_rate(hook.events);
+}
 
 WindowScorer random_trigger(uint64_t seed) {
   auto rng = std::make_shared<std::mt19937_64>(seed);

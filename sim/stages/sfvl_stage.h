@@ -19,6 +19,17 @@ namespace zl {
 
 std::unique_ptr<VariantStage> make_sfvl_stage(const RunConfig& cfg);
 
+// sfvl's operating metric (sim/operating_point.h): the share of first checks
+// that fire when `prompts` are decoded through a VerifyHook with `scorer` and
+// `policy` (its threshold the knob), counting checks at a context under
+// `short_context` tokens (0: every first check; the decode then stops
+// there). Deterministic for a deterministic scorer: the same `seed` gives
+// the same samples until the first check that the threshold decides
+// differently.
+double first_check_rate_at(Transformer& model, const WindowScorer& scorer, int64_t window, const VerifyPolicy& policy,
+                           const std::vector<std::vector<int32_t>>& prompts, DecodeOptions opt, uint64_t seed,
+                           int64_t short_context);
+
 // sfvl_random's score: a uniform draw in [0,1) per window, whatever its
 // tokens. Behind a VerifyHook whose threshold is control.trigger_rate, each
 // check fires with that probability, independently.

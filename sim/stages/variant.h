@@ -9,6 +9,7 @@
 
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,15 @@ class VariantStage {
   // Analytic forward FLOPs per generated token of what the variant adds
   // (SPEC §2 modules: verifier, gate, correction, lookup).
   virtual void add_flops(const StageContext& ctx, int64_t context, std::map<std::string, double>& per_module) {}
+
+  // The operating point (SPEC §9.2, sim/operating_point.h): `metric` with the
+  // knob as ctx.cfg sets it, measured on the calibration prompts alone. It
+  // must be deterministic in the knob (the same prompts from the same
+  // sampling seed every call) so that the search over the knob repeats.
+  // The metrics a variant offers are listed in operating_targets().
+  virtual double operating_metric(const StageContext& ctx, const std::string& metric, const Prompts& prompts) {
+    throw std::runtime_error("variant " + ctx.cfg.variant + " cannot measure operating metric '" + metric + "'");
+  }
 
   // After every pass: the variant's metrics and tables, from the quality
   // pass (`quality`, with the prompts it answered) and its own logs.

@@ -84,6 +84,8 @@ DecodeHook::Verdict VerifyHook::review(const std::vector<std::vector<int32_t>>& 
     }
     if (L > st.fired_len) st.retries = 0;  // past the furthest fire: a fresh budget
 
+    const bool first = L > st.checked_len;
+    st.checked_len = std::max(st.checked_len, L);
     const bool fired = score[r] < policy_.threshold;
     const bool resample = fired && st.retries < policy_.max_retries;
     int64_t d = 0;
@@ -107,6 +109,7 @@ DecodeHook::Verdict VerifyHook::review(const std::vector<std::vector<int32_t>>& 
       e.proposed = s.back();
       e.score = score[r];
       e.fired = fired;
+      e.first = first;
       e.resampled = resample;
       e.dropped = d;
       e.prompt_len = st.prompt_len;

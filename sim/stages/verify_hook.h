@@ -70,6 +70,7 @@ class VerifyHook : public DecodeHook {
     int64_t prompt_len = -1;   // learnt at the first review (prompt + one token)
     int64_t retries = 0;       // re-samples spent at `fired_len`
     int64_t fired_len = -1;    // the furthest length at which a check fired
+    int64_t checked_len = -1;  // the furthest length checked: a check at or below it is a re-check
     std::vector<size_t> open;  // logged re-samples awaiting their replacement tokens
   };
   WindowScorer scorer_;

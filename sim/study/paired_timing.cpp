@@ -32,7 +32,12 @@ void time_seed(const std::vector<const TimedRun*>& group, const char* step, bool
   for (const TimedRun* t : group) {
     throw_if_stop_requested("while opening run " + run_id(t->cfg) + " for paired timing");
     RunRecord scratch;  // the figures of training and preparation are in the shard already
-    arms.push_back(open_run(t->cfg, scratch, /*with_judge=*/false));
+    // A calibrated run decodes at the knob it solved (in its shard), not at a second search's.
+    std::optional<double> knob;
+    const auto rows = read_index(t->shard);
+    if (rows.size() == 1 && rows[0].numbers.count("calibrated_knob_value"))
+      knob = rows[0].numbers.at("calibrated_knob_value");
+    arms.push_back(open_run(t->cfg, scratch, /*with_judge=*/false, knob));
   }
   const size_t n = arms.size();
   int64_t rounds = 0;

@@ -13,6 +13,7 @@
 #include "sim/judge.h"
 #include "sim/metrics.h"
 #include "sim/model_options.h"
+#include "sim/operating_point.h"
 #include "sim/prompts.h"
 #include "sim/provenance.h"
 #include "sim/runtime.h"
@@ -34,6 +35,52 @@ int64_t peak_rss_bytes() {
   return static_cast<int64_t>(u.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
+// The run's operating point (SPEC §9.2, sim/operating_point.h): its knob
+// solved for the target on calibration prompts, or set to `frozen` (the value
+// a run solved before, when its arms are reopened for paired timing), then
+// kept in the run's config for every later pass. The record gets the target,
+// the knob and the value reached on the calibration prompts; the stage
+// reports the value on the test prompts under the metric's own name.
+void settle_operating_point(OpenRun& run, const OperatingPoint& op, RunRecord& r, std::optional<double> frozen) {
+  auto set_knob = [&](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.10g", v);
+    set_key(run.cfg, op.knob, buf, Origin{"the operating point of calibrate." + op.variant});
+  };
+  auto& m = r.metrics;
+  m["calibrated_target"] = op.target;
+  if (frozen) {
+    set_knob(*frozen);
+    m["calibrated_knob_value"] = *frozen;
+    return;
+  }
+  const int64_t C = run.cfg.model.context;
+  const Prompts prompts =
+      calibration_prompts(run.cfg, run.data, op.prompts, {4, std::max<int64_t>(4, C / 16), std::max<int64_t>(4, C / 8)});
+  SolvedPoint s = solve_operating_point(op, [&](double knob) {
+    set_knob(knob);
+    return run.stage->operating_metric(*run.ctx, op.metric, prompts);
+  });
+  set_knob(s.knob);
+  m["calibrated_knob_value"] = s.knob;
+  m["calibrated_reached"] = s.reached;
+  m["calibrated_probes"] = static_cast<double>(s.probes.size());
+  std::vector<double> knob, value;
+  for (const auto& [k, v] : s.probes) {
+    knob.push_back(k);
+    value.push_back(v);
+  }
+  Table t;
+  t.add("knob", knob);
+  t.add("value", value);
+  r.tables["calibration/probes"] = t;
+  r.config_ini = to_ini(run.cfg);  // the config the run decoded with: the solved knob
+  if (run.cfg.output.verbosity > 0)
+    std::fprintf(stderr, "operating point: %s = %.4g for %s = %.3g (%.3g reached on %lld calibration prompts, %zu probes)\n",
+                 op.knob.c_str(), s.knob, op.metric.c_str(), op.target, s.reached,
+                 static_cast<long long>(prompts.tokens.size()), s.probes.size());
+}
+
 }  // namespace
 
 RunRecord failed_run(const RunConfig& cfg, const std::string& error) {
@@ -49,7 +96,7 @@ RunRecord failed_run(const RunConfig& cfg, const std::string& error) {
   return r;
 }
 
-std::unique_ptr<OpenRun> open_run(const RunConfig& cfg, RunRecord& r, bool with_judge) {
+std::unique_ptr<OpenRun> open_run(const RunConfig& cfg, RunRecord& r, bool with_judge, std::optional<double> frozen_knob) {
   configure_runtime(cfg.train.threads);
   const torch::Device device = resolve_device(cfg.train.device);
   auto run = std::make_unique<OpenRun>();
@@ -79,6 +126,7 @@ std::unique_ptr<OpenRun> open_run(const RunConfig& cfg, RunRecord& r, bool with_
   // The variant's own models (verifier, draft, table), after the LM.
   run->ctx = std::make_unique<StageContext>(StageContext{run->cfg, run->model, run->data, device, checkpoint_path(cfg)});
   run->stage->prepare(*run->ctx, r);
+  if (auto op = operating_point(cfg)) settle_operating_point(*run, *op, r, frozen_knob);
 
   // The independent judge, shared by every run on this corpus and tokenizer.
   if (with_judge && cfg.judge.enabled) {

@@ -2,6 +2,7 @@
 // decode and measure, into a RunRecord for the results file.
 #pragma once
 #include <memory>
+#include <optional>
 
 #include "sim/config.h"
 #include "sim/data.h"
@@ -39,7 +40,11 @@ struct OpenRun {
 // Brings `cfg` to the point of decoding; the figures of training and of the
 // stage's preparation go into `r` (a scratch record when only timing).
 // `with_judge` loads (or trains) the independent judge when judge.enabled.
-std::unique_ptr<OpenRun> open_run(const RunConfig& cfg, RunRecord& r, bool with_judge);
+// A run with an operating point (sim/operating_point.h) solves its knob here,
+// unless `frozen_knob` gives the value it solved before (paired timing
+// reopens a run after it completed: the same knob, not a second search).
+std::unique_ptr<OpenRun> open_run(const RunConfig& cfg, RunRecord& r, bool with_judge,
+                                  std::optional<double> frozen_knob = std::nullopt);
 
 // The `repeat`-th timed pass of `run`, on its own sampling stream, into `timings`.
 void timed_pass(OpenRun& run, int64_t repeat, PassTimings& timings);

@@ -272,6 +272,9 @@ std::unique_ptr<StudyAsRuns> study_as_runs(const std::string& study_file, const 
     zl::Table t;
     t.add("context_len", std::vector<int64_t>{1, 2, 3, 4});
     t.add("resampled", std::vector<int64_t>{1, 1, 0, 0});
+    t.add("fired", std::vector<int64_t>{1, 1, 0, 0});
+    t.add("first", std::vector<int64_t>{1, 1, 1, 1});
+    t.add("pass", std::vector<std::string>{"quality", "context", "quality", "context"});
     out->events[r.run_id] = t;
     out->in.runs.push_back(r);
   }
@@ -400,6 +403,109 @@ TEST(Claims, TrendUsesALeastSquaresLineOverTheEventTable) {
   auto missing = eval1(specs, in);
   EXPECT_EQ(missing.verdict, "missing");
   EXPECT_NE(missing.note.find("no table decode/events"), std::string::npos) << missing.note;
+}
+
+TEST(Claims, TrendRowsKeepOnlyTheEventsTheSelectorMatches) {
+  // First checks fall from 0.2 to 0.1 over the context (-0.5); re-checks
+  // (first = 0) fire everywhere and, counted too, would flatten the line.
+  ClaimsInput in;
+  std::map<std::string, zl::Table> tables;
+  for (int s = 1; s <= 3; ++s) {
+    const std::string id = "v" + std::to_string(s);
+    in.runs.push_back(run(id, "variant=sfvl", s, {}));
+    std::vector<int64_t> x, fired, first;
+    std::vector<std::string> pass;
+    for (int xi = 0; xi <= 100; xi += 10)
+      for (int k = 0; k < 1500; ++k) {
+        x.push_back(xi);
+        const bool is_first = k < 1000;
+        first.push_back(is_first);
+        fired.push_back(is_first ? k < 200 - xi : 1);
+        pass.push_back(k % 3 == 0 && !is_first ? "ood" : "quality");
+      }
+    zl::Table t;
+    t.add("context_len", x);
+    t.add("fired", fired);
+    t.add("first", first);
+    t.add("pass", pass);
+    tables[id] = t;
+  }
+  in.table = [&](const std::string& id, const std::string& name) -> const zl::Table* {
+    auto it = tables.find(id);
+    return name == "decode/events" && it != tables.end() ? &it->second : nullptr;
+  };
+  const std::string base = "comparison = trend\ntable = decode/events\nx = context_len\ny = fired\n"
+                           "treatment = variant=sfvl\nregion = -1 .. -0.9\n";
+  EXPECT_NEAR(eval1(one(base + "rows = first=1 pass=quality|context\n"), in).value, -0.5, 1e-6);
+  EXPECT_GT(eval1(one(base), in).value, -0.3);  // the re-checks counted: a flatter line
+  auto bad = eval1(one(base + "rows = firsts=1\n"), in);
+  EXPECT_EQ(bad.verdict, "missing");
+  EXPECT_NE(bad.note.find("has no column firsts"), std::string::npos) << bad.note;
+  EXPECT_NE(zl::message_of([&] { one(base + "rows = first\n"); }).find("rows"), std::string::npos);
+}
+
+TEST(Claims, ByConstructionRowsStandApartOutsideTheHolmFamily) {
+  // A: refuted with p about 0.019 (t = 5 on 2 degrees of freedom). B: an
+  // inconclusive row. In one Holm family of two, A's p doubles past 0.025;
+  // with B by construction, A is alone in the family and stays refuted.
+  ClaimsInput in;
+  const double b[] = {0, 1, 2};
+  for (int s = 1; s <= 3; ++s)
+    in.runs.push_back(run("r" + std::to_string(s), "variant=fused", s, {{"a", 1.0 + 0.1 * (s - 2)}, {"b", b[s - 1]}}));
+  auto registry = [](bool apart) {
+    return zl::parse_registry(
+        "[claim A]\nsource = s\nclaim = a\nmetric = a\ncomparison = value\ntreatment = variant=fused\n"
+        "region = -10 .. " + std::to_string(1.0 - 5 * 0.1 / std::sqrt(3.0)) + "\n"
+        "[claim B]\nsource = s\nclaim = b\nmetric = b\ncomparison = value\ntreatment = variant=fused\n"
+        "claimed = 1\ntolerance = 0.5\n" + (apart ? "by_construction = the penalty enforces it\n" : ""),
+        "t.registry");
+  };
+  const auto together = registry(false);
+  auto family = zl::evaluate_claims(together, in);
+  ASSERT_EQ(family.size(), 2u);
+  EXPECT_EQ(family[0].verdict, "refuted");
+  EXPECT_EQ(family[0].verdict_holm, "inconclusive");
+  auto specs = registry(true);
+  auto rows = zl::evaluate_claims(specs, in);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].verdict_holm, "refuted");
+  EXPECT_EQ(rows[1].verdict, "inconclusive");  // kept, as a manipulation check
+  EXPECT_EQ(rows[1].verdict_holm, "by construction");
+  EXPECT_EQ(rows[1].seeds_needed, 0);  // no plan: more seeds cannot change a design
+  const std::string text = zl::format_claims(rows);
+  const size_t heading = text.find("by construction (");
+  ASSERT_NE(heading, std::string::npos) << text;
+  EXPECT_LT(text.find("\nA "), heading);
+  EXPECT_GT(text.find("\nB "), heading);
+  zl::Table t = zl::claims_table(rows);
+  EXPECT_EQ(std::get<std::vector<std::string>>(*t.find("by_construction")),
+            (std::vector<std::string>{"", "the penalty enforces it"}));
+}
+
+TEST(Claims, EachRowSaysTheOperatingPointOfTheRunsItCompares) {
+  ClaimsInput in;
+  const double knob[] = {0.41, 0.47, 0.44};
+  for (int s = 1; s <= 3; ++s) {
+    const std::string n = std::to_string(s);
+    in.runs.push_back(run("v" + n,
+                          "variant=sfvl calibrate.sfvl.target=0.18 calibrate.sfvl.metric=trigger_rate_first_short "
+                          "calibrate.sfvl.knob=verify.threshold",
+                          s, {{"decode_tok_s", 100}, {"calibrated_knob_value", knob[s - 1]}}));
+    in.runs.push_back(run("f" + n, "variant=fused calibrate.sfvl.target=0.18", s, {{"decode_tok_s", 150}}));
+  }
+  const auto specs = one("metric = decode_tok_s\ncomparison = relative\ntreatment = variant=fused\n"
+                         "control = variant=sfvl\nclaimed = 0.5\ntolerance = 0.1\n");
+  auto rows = zl::evaluate_claims(specs, in);
+  ASSERT_EQ(rows.size(), 1u);
+  // fused has no target of its own (its config's calibrate.sfvl keys are not its variant's).
+  EXPECT_EQ(rows[0].operating_point,
+            "sfvl trigger_rate_first_short = 0.18 by verify.threshold (0.41-0.47 over 3 runs)");
+  EXPECT_NE(zl::format_claims(rows).find("operating point: sfvl trigger_rate_first_short"), std::string::npos);
+  const auto value_specs =
+      one("metric = decode_tok_s\ncomparison = value\ntreatment = variant=fused\nclaimed = 150\ntolerance = 1\n");
+  auto plain = zl::evaluate_claims(value_specs, in);
+  EXPECT_EQ(plain[0].operating_point, "");
+  EXPECT_NE(zl::format_claims(plain).find("operating point: as configured"), std::string::npos);
 }
 
 TEST(Claims, UntestableKeepsTheValueButNotAVerdict) {
