@@ -17,6 +17,7 @@
 #include "sim/claims/claims.h"
 #include "sim/claims/claims_calibration.h"
 #include "sim/claims/scaling.h"
+#include "sim/claims/sensitivity.h"
 #include "sim/config.h"
 #include "sim/decode_bench.h"
 #include "sim/decoder.h"
@@ -286,6 +287,9 @@ int cmd_claims(int argc, char** argv) {
       "multiplicity correction shown beside each verdict: holm (across the table's rows) or none")(
       "calibrate", "print each method's simulated coverage and false-verdict rate at n = 3, 5, 8 and the file's n")(
       "plan", "print the seeds each inconclusive row needs (power estimate) and the overrides that run them")(
+      "sensitivity",
+      "print each claim that depends on an operating point at every setting of it in the file (a "
+      "calibrate.VARIANT.target that varies among its runs: ablations/sensitivity.ini), and write /claims_sensitivity")(
       "no-write", "print only; do not write the /claims and /claims_seeds tables into RESULTS");
   po::positional_options_description pos;
   pos.add("results", 1);
@@ -332,7 +336,14 @@ int cmd_claims(int argc, char** argv) {
     for (const auto& sc : sized)
       std::cout << "\n"
                 << (ladder ? "size " + sc.size.label + ": " : "") << format_plan(sc.results, study_of(results), co.power);
+  Sensitivity sensitivity;
+  if (vm.count("sensitivity")) {
+    sensitivity = claim_sensitivity(specs, load_claims_input(results), co);
+    std::cout << "\nsensitivity: each verdict along its operating point (plain verdicts)\n"
+              << format_sensitivity(sensitivity);
+  }
   if (!vm.count("no-write")) {
+    if (vm.count("sensitivity")) write_table(results, "claims_sensitivity", sensitivity_table(sensitivity));
     write_table(results, "claims", sized_claims_table(sized));
     write_table(results, "claims_seeds", sized_claim_seeds_table(sized));
     if (ladder) write_table(results, "claims_trend", claim_trends_table(trends));

@@ -328,6 +328,58 @@ def claim_one_sided_plot(claims, seeds, ncols=3):
     return fig
 
 
+def claim_sensitivity_plot(sensitivity, ncols=3, x="setting"):
+    """Each claim of a /claims_sensitivity frame (load_claim_sensitivity) against the operating point it
+    depends on: per setting the value and its 95% interval, the marker filled by the plain verdict there,
+    the claimed region shaded. `x` is "setting" (the target) or "reached" (the target's metric on the test
+    prompts). Returns the figure, or None for an empty frame."""
+    import matplotlib.pyplot as plt
+    if sensitivity is None or not len(sensitivity):
+        return None
+    # A claim with no value at any setting (its runs lack the metric: no judge, say) has nothing to draw.
+    groups = [(k, g) for k, g in sensitivity.groupby(["id", "key"], sort=False)
+              if np.isfinite(g["value"].to_numpy(float)).any()]
+    if not groups:
+        return None
+    ncols = min(ncols, len(groups))
+    nrows = -(-len(groups) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.5 * ncols, 2.6 * nrows + 0.5), layout="constrained",
+                             squeeze=False)
+    shown = set()
+    for ax, ((cid, key), g) in zip(axes.flat, groups):
+        g = g.sort_values("setting")
+        xs = g[x].to_numpy(float)
+        value, lo, hi = (g[c].to_numpy(float) for c in ("value", "ci_lo", "ci_hi"))
+        ok = np.isfinite(lo) & np.isfinite(hi)
+        ax.errorbar(xs[ok], value[ok], yerr=[value[ok] - lo[ok], hi[ok] - value[ok]], fmt="none", ecolor="0.35",
+                    capsize=3, lw=1, zorder=2)
+        ax.plot(xs, value, "-", color="0.6", lw=0.8, zorder=1)
+        for xi, v, verdict in zip(xs, value, g["verdict"]):
+            ax.plot([xi], [v], "D", ms=6, mec="black", mew=0.6, color=VERDICT_COLORS.get(verdict, "0.6"), zorder=3)
+            shown.add(verdict)
+        r_lo, r_hi = float(g["region_lo"].iloc[0]), float(g["region_hi"].iloc[0])
+        ymin = np.nanmin(np.concatenate([lo[ok], value, [r_lo] if np.isfinite(r_lo) else []]))
+        ymax = np.nanmax(np.concatenate([hi[ok], value, [r_hi] if np.isfinite(r_hi) else []]))
+        pad = 0.1 * (ymax - ymin) if ymax > ymin else 0.1
+        ax.set_ylim(ymin - pad, ymax + pad)
+        ax.axhspan(max(r_lo, ymin - pad), min(r_hi, ymax + pad), color="tab:green", alpha=0.12, lw=0, zorder=0)
+        if x == "setting" and "reached" in g:
+            # The article's operating point of sfvl (seed 002 §2.2), where the study sits.
+            ax.axvline(0.18, color="0.5", lw=0.7, ls=":", zorder=0)
+        ax.set_title(f"{cid}\nclaimed {g['claimed'].iloc[0]}", fontsize=8)
+        ax.set_xlabel(key if x == "setting" else f"{key} (reached on the test prompts)", fontsize=7.5)
+        ax.tick_params(labelsize=7.5)
+    for ax in list(axes.flat)[len(groups):]:
+        ax.set_visible(False)
+    from matplotlib.patches import Patch
+    handles = [Patch(color=VERDICT_COLORS.get(v, "0.6"), label=v) for v in sorted(shown)]
+    handles.append(Patch(color="tab:green", alpha=0.12, label="claimed region"))
+    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0), ncol=len(handles), fontsize=7.5,
+               frameon=False)
+    fig.suptitle("each verdict along its operating point (value, 95% interval, plain verdict)", fontsize=9)
+    return fig
+
+
 # Serving (issue 14; sim/serving/serving_run.h, load_serving): serve/loads (measured beside simulated at each
 # load), serve/steps (each measured step with the calibrated cost model's prediction) and serve/projected (named
 # accelerators and model shapes by roofline, every row "projected").

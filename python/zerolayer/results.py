@@ -12,7 +12,7 @@ from zerolayer_results import check_results_file, load_curve, load_index, load_t
 from zerolayer_results.schema import _decode_frame
 
 # sfvl's per-token event log, /runs/<id>/decode/events (issue 6).
-EVENT_COLUMNS = ("item", "position", "context_len", "proposed", "score", "resampled", "replacement",
+EVENT_COLUMNS = ("item", "position", "context_len", "proposed", "score", "fired", "first", "resampled", "replacement",
                  "violation_before", "violation_after")
 # /claims and /claims_seeds, written by `zerolayer claims` (docs/results_schema.md). Files from before
 # the per-method intervals have the columns up to "note" only, files from before the scale ladder
@@ -20,8 +20,13 @@ EVENT_COLUMNS = ("item", "position", "context_len", "proposed", "score", "resamp
 CLAIM_COLUMNS = ("id", "source", "claim", "metric", "comparison", "treatment", "control", "claimed",
                  "region_lo", "region_hi", "value", "ci_lo", "ci_hi", "seeds", "verdict", "note",
                  "method", "t_lo", "t_hi", "boot_lo", "boot_hi", "bca_lo", "bca_hi", "p_support", "p_refute",
-                 "verdict_holm", "seeds_needed", "known_method", "projection", "of_claim", "size", "params")
+                 "verdict_holm", "seeds_needed", "known_method", "projection", "of_claim", "by_construction",
+                 "operating_point", "size", "params")
 CLAIM_SEED_COLUMNS = ("id", "seed", "value", "size", "params")
+# /claims_sensitivity, written by `zerolayer claims --sensitivity`: each claim at every setting of the
+# operating point it depends on (sim/claims/sensitivity.h).
+CLAIM_SENSITIVITY_COLUMNS = ("id", "key", "setting", "reached", "value", "ci_lo", "ci_hi", "seeds", "verdict",
+                             "claimed", "region_lo", "region_hi", "method", "note")
 # /claims_trend: each claim's slope against log10(parameters) across the sizes of a scale ladder.
 CLAIM_TREND_COLUMNS = ("id", "sizes", "n_sizes", "seeds", "slope", "slope_lo", "slope_hi", "slope_t_lo",
                        "slope_t_hi", "params_smallest", "params_largest", "value_smallest", "value_largest",
@@ -170,6 +175,14 @@ def load_claim_trend(path):
     size, the claimed region, and direction (toward | away | flat). Empty (with its columns) for
     a file of one size."""
     return _root_table(path, "claims_trend", CLAIM_TREND_COLUMNS)
+
+
+def load_claim_sensitivity(path):
+    """The /claims_sensitivity table `zerolayer claims --sensitivity` writes: per claim that
+    compares a calibrated variant (ablations/sensitivity.ini: sfvl at four trigger rates), one row
+    per setting of its target (key, setting; reached: the target's metric on the test prompts) with
+    the value, its interval and the plain verdict there. Empty (with its columns) if not there."""
+    return _root_table(path, "claims_sensitivity", CLAIM_SENSITIVITY_COLUMNS)
 
 
 def _root_table(path, name, columns):

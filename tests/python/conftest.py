@@ -88,3 +88,22 @@ def ladder_results():
         proc = subprocess.run([zerolayer_bin(), *args], capture_output=True, text=True, timeout=600, cwd=ROOT)
         assert proc.returncode == 0, proc.stderr
     return os.path.join(out, "results.h5")
+
+
+@pytest.fixture(scope="session")
+def sensitivity_results():
+    """ablations/sensitivity.ini in miniature (issue 29 §2): the smoke study's baseline and sfvl solved
+    for first-check trigger rates 0.1 and 0.3 on short text, 2 seeds, judged by `zerolayer claims
+    --sensitivity` (so /claims_sensitivity is written)."""
+    base = os.environ.get("ZL_TEST_TMP", tempfile.gettempdir())
+    os.makedirs(base, exist_ok=True)
+    out = tempfile.mkdtemp(dir=base, prefix="sensitivity-")
+    study = os.path.join(out, "sensitivity.ini")
+    with open(study, "w") as f:
+        f.write(f"[study]\nbase = {ROOT}/ablations/smoke.ini\nname = sensitivity\n[output]\ndir = {out}\n"
+                "[calibrate]\nprompts = 16\n"
+                "[zip.arm]\nvariant = baseline, sfvl, sfvl\ncalibrate.sfvl.target = 0.1, 0.1, 0.3\n")
+    for args in (["ablate", study], ["claims", os.path.join(out, "results.h5"), "--sensitivity"]):
+        proc = subprocess.run([zerolayer_bin(), *args], capture_output=True, text=True, timeout=600, cwd=ROOT)
+        assert proc.returncode == 0, proc.stderr
+    return os.path.join(out, "results.h5")

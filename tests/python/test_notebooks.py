@@ -89,3 +89,11 @@ def test_scaling_notebook_on_a_ladder_with_and_without_its_trend_table(ladder_re
     assert proc.returncode == 0, proc.stderr[-3000:]
     text, figures = outputs_text(out_dir / "scaling.ipynb")
     assert "computed now" in text and "S000-share" in text and figures == 1
+
+
+def test_claims_notebook_plots_the_sensitivity_curves(sensitivity_results, tmp_path):
+    proc = execute("claims", sensitivity_results, tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text, figures = outputs_text(tmp_path / "claims.ipynb")
+    assert "claim(s) along calibrate.sfvl.target" in text and "S002-equiv/self-judged" in text
+    assert figures >= 1
