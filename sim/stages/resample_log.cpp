@@ -29,6 +29,7 @@ double first_check_trigger_rate_short(const std::vector<VerifyEvent>& events, in
 ResampleRates resample_rates(const std::vector<VerifyEvent>& events, double eps, bool (*keep)(const VerifyEvent&)) {
   ResampleRates r;
   int64_t same = 0, equiv = 0, equiv_self = 0, fix = 0, judged = 0, judge_scored = 0, self_scored = 0;
+  int64_t equiv_changed = 0, equiv_changed_self = 0;
   for (const auto& e : events) {
     if (keep && !keep(e)) continue;
     ++r.checks;
@@ -36,18 +37,24 @@ ResampleRates resample_rates(const std::vector<VerifyEvent>& events, double eps,
     r.resamples += e.resampled;
     if (!e.resolved()) continue;
     ++r.resolved;
-    same += e.after == e.before;
+    const bool changed = e.after != e.before;
+    same += !changed;
+    r.changed += changed;
     if (e.violation_before < 0 || e.violation_after < 0) continue;
     ++judged;
     fix += e.violation_after < e.violation_before;
     const bool same_verdict = e.violation_after == e.violation_before;
     if (std::isfinite(e.nll_before) && std::isfinite(e.nll_after)) {
       ++judge_scored;
-      equiv += same_verdict && std::abs(e.nll_after - e.nll_before) < eps;
+      const bool eq = same_verdict && std::abs(e.nll_after - e.nll_before) < eps;
+      equiv += eq;
+      equiv_changed += changed && eq;
     }
     if (std::isfinite(e.nll_before_self) && std::isfinite(e.nll_after_self)) {
       ++self_scored;
-      equiv_self += same_verdict && std::abs(e.nll_after_self - e.nll_before_self) < eps;
+      const bool eq = same_verdict && std::abs(e.nll_after_self - e.nll_before_self) < eps;
+      equiv_self += eq;
+      equiv_changed_self += changed && eq;
     }
   }
   auto share = [](int64_t a, int64_t b) { return b > 0 ? static_cast<double>(a) / b : NAN; };
@@ -59,6 +66,9 @@ ResampleRates resample_rates(const std::vector<VerifyEvent>& events, double eps,
   r.equiv_rate = judged == r.resolved && judge_scored == r.resolved ? share(equiv, r.resolved) : NAN;
   r.equiv_rate_self = judged == r.resolved && self_scored == r.resolved ? share(equiv_self, r.resolved) : NAN;
   r.fix_rate = judged == r.resolved ? share(fix, r.resolved) : NAN;
+  // Defined exactly when the rate over every re-sample is (each resolved one scored).
+  r.equiv_changed_rate = !std::isnan(r.equiv_rate) ? share(equiv_changed, r.changed) : NAN;
+  r.equiv_changed_rate_self = !std::isnan(r.equiv_rate_self) ? share(equiv_changed_self, r.changed) : NAN;
   return r;
 }
 

@@ -47,6 +47,12 @@ struct ResampleRates {
                                     // checker and the judge)
   double equiv_rate_self = NAN;     // the same with the run's own LM as the judge
   double fix_rate = NAN;            // fewer violations after, over resolved (needs a checker)
+  // Over the resolved re-samples that changed the tokens (after != before):
+  // a re-sample that draws the very tokens it dropped is equivalent by
+  // definition, so these say how often a *different* outcome is as good.
+  int64_t changed = 0;
+  double equiv_changed_rate = NAN;       // the judge's
+  double equiv_changed_rate_self = NAN;  // the run's own LM's
 };
 
 // The share of first checks (VerifyEvent::first) that fired, over the events

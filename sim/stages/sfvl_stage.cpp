@@ -88,6 +88,9 @@ class SfvlStage : public VariantStage {
     m["resample_equiv_rate"] = q.equiv_rate;
     m["resample_equiv_rate_self"] = q.equiv_rate_self;
     m["resample_fix_rate"] = q.fix_rate;
+    m["resample_changed"] = static_cast<double>(q.changed);
+    m["resample_equiv_changed_rate"] = q.equiv_changed_rate;
+    m["resample_equiv_changed_rate_self"] = q.equiv_changed_rate_self;
     m["retries_exhausted_rate"] = q.exhausted_rate;
     m["resamples"] = static_cast<double>(q.resamples);
     m["checks_per_token"] = quality.kept_tokens > 0 ? static_cast<double>(q.checks) / quality.kept_tokens : NAN;
@@ -130,6 +133,24 @@ class SfvlStage : public VariantStage {
     t.add("resample_equiv_rate_self", equiv_self);
     t.add("resample_fix_rate", fix);
     r.tables["sfvl/by_context"] = t;
+    // The equivalence test's epsilon is study-chosen (verify.equiv_epsilon):
+    // the quality pass's rates at a sweep of it, beside the run's own.
+    Table eq;
+    std::vector<double> eps_col, all, changed, all_self, changed_self;
+    for (double e : {0.1, 0.25, 0.5, 1.0, 2.0, eps}) {
+      auto at = resample_rates(events_, e, [](const VerifyEvent& v) { return v.pass == "quality"; });
+      eps_col.push_back(e);
+      all.push_back(at.equiv_rate);
+      changed.push_back(at.equiv_changed_rate);
+      all_self.push_back(at.equiv_rate_self);
+      changed_self.push_back(at.equiv_changed_rate_self);
+    }
+    eq.add("epsilon", eps_col);
+    eq.add("resample_equiv_rate", all);
+    eq.add("resample_equiv_changed_rate", changed);
+    eq.add("resample_equiv_rate_self", all_self);
+    eq.add("resample_equiv_changed_rate_self", changed_self);
+    r.tables["sfvl/equiv_by_epsilon"] = eq;
     r.tables["decode/events"] = event_table();
     if (check_ == Check::Verifier) m["verifier_flops_share"] = m["flops_verifier"] / m["flops_per_token"];
   }

@@ -130,6 +130,13 @@ TEST(VerifyHook, DropsAndReSamplesHotterBelowTheThreshold) {
   EXPECT_EQ(hook.events[0].after, (std::vector<int32_t>{5}));
   EXPECT_TRUE(hook.events[0].resolved());
   EXPECT_EQ(hook.checks, 4);
+  // The re-sampled 5 is a re-check of position 0; sequence 1's new token is a first check.
+  EXPECT_TRUE(hook.events[0].first && hook.events[1].first);
+  EXPECT_FALSE(hook.events[2].first);
+  EXPECT_TRUE(hook.events[3].first);
+  EXPECT_DOUBLE_EQ(first_check_trigger_rate(hook.events), 1.0 / 3);  // 7 fired; 4 and 6 passed
+  EXPECT_DOUBLE_EQ(first_check_trigger_rate_short(hook.events, 5), 1.0 / 2);  // contexts of 4 tokens only
+  EXPECT_TRUE(std::isnan(first_check_trigger_rate_short(hook.events, 4)));
 }
 
 TEST(VerifyHook, RetriesRunOutThenTheTokenIsKept) {
@@ -212,6 +219,9 @@ TEST(ResampleRates, DefinitionsOnAHandMadeLog) {
   EXPECT_DOUBLE_EQ(r.equiv_rate, 2.0 / 4);
   EXPECT_DOUBLE_EQ(r.fix_rate, 1.0 / 4);
   EXPECT_DOUBLE_EQ(r.exhausted_rate, 1.0 / 5);
+  // Among the re-samples that changed the tokens ({6}, {5 8}, {9}) only {9} is equivalent.
+  EXPECT_EQ(r.changed, 3);
+  EXPECT_DOUBLE_EQ(r.equiv_changed_rate, 1.0 / 3);
   auto by = rates_by_context(log, {0, 32, 64}, 0.5);
   ASSERT_EQ(by.size(), 2u);
   EXPECT_DOUBLE_EQ(by[0].trigger_rate, 2.0 / 3);
@@ -227,6 +237,7 @@ TEST(ResampleRates, DefinitionsOnAHandMadeLog) {
   auto both = resample_rates(log, 0.5);
   EXPECT_DOUBLE_EQ(both.equiv_rate, 2.0 / 4);
   EXPECT_DOUBLE_EQ(both.equiv_rate_self, 3.0 / 4);  // every same-verdict re-sample
+  EXPECT_DOUBLE_EQ(both.equiv_changed_rate_self, 2.0 / 3);
   // Without the judge's NLLs (judge off) its rate is not measured, the self-judged one is.
   for (auto& e : log) e.nll_before = e.nll_after = NAN;
   auto self_only = resample_rates(log, 0.5);
