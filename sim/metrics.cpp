@@ -20,6 +20,16 @@ double repetition_rate(const std::vector<std::vector<int32_t>>& generations, int
   return total == 0 ? std::nan("") : static_cast<double>(repeated) / total;
 }
 
+double distinct_n(const std::vector<std::vector<int32_t>>& generations, int n) {
+  std::set<std::vector<int32_t>> grams;
+  int64_t tokens = 0;
+  for (const auto& g : generations) {
+    tokens += static_cast<int64_t>(g.size());
+    for (size_t i = 0; i + n <= g.size(); ++i) grams.emplace(g.begin() + i, g.begin() + i + n);
+  }
+  return tokens == 0 ? std::nan("") : static_cast<double>(grams.size()) / tokens;
+}
+
 double percentile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
   return percentile_of_sorted(v, q);

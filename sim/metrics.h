@@ -10,6 +10,11 @@ namespace zl {
 // same generation, pooled over generations (SPEC §2 repetition_rate).
 double repetition_rate(const std::vector<std::vector<int32_t>>& generations, int n = 4);
 
+// distinct-n (Li et al., NAACL 2016, §4.1): the distinct n-grams of all
+// generations pooled, divided by the tokens generated. It moves with the
+// sampling temperature where repetition_rate (near 0 at this scale) does not.
+double distinct_n(const std::vector<std::vector<int32_t>>& generations, int n = 2);
+
 // Linear-interpolated percentile q in [0,100] (numpy's default); NaN for no
 // data; std::invalid_argument for q outside [0,100].
 double percentile(std::vector<double> values, double q);

@@ -342,7 +342,7 @@ Measured measure(const ClaimSpec& s, const ClaimsInput& in) {
       if (std::isfinite(v)) out.per_seed[seed] = v;
     }
     if (unpaired) out.note = std::to_string(unpaired) + " treatment seed(s) without a control run";
-  } else if (s.comparison == "argmin") {
+  } else if (s.comparison == "argmin" || s.comparison == "breakpoint") {
     for (const auto& [seed, runs] : treat) {
       std::map<double, const ClaimRun*> by_value;
       for (const ClaimRun* r : runs) {
@@ -358,6 +358,17 @@ Measured measure(const ClaimSpec& s, const ClaimsInput& in) {
           return out;
         }
       }
+      if (s.comparison == "breakpoint") {
+        // Where the metric's slope against the key changes: a hinge fit (least_squares.h).
+        std::vector<double> xs, ys;
+        for (const auto& [x, r] : by_value) {
+          xs.push_back(x);
+          ys.push_back(metric->eval(r->metrics, &missing_metric));
+        }
+        const HingeFit f = fit_hinge(xs, ys);
+        if (std::isfinite(f.knot)) out.per_seed[seed] = f.knot;
+        continue;
+      }
       if (by_value.size() < 2) continue;  // nothing to choose between
       double best_x = kNaN, best = kInf;
       for (const auto& [x, r] : by_value) {
@@ -367,7 +378,8 @@ Measured measure(const ClaimSpec& s, const ClaimsInput& in) {
       if (std::isfinite(best_x)) out.per_seed[seed] = best_x;
     }
     if (out.per_seed.empty() && missing_metric.empty())
-      out.problem = "missing: fewer than 2 values of " + s.over + " per seed among runs with " + s.treatment;
+      out.problem = "missing: fewer than " + std::string(s.comparison == "argmin" ? "2" : "4") + " values of " +
+                    s.over + " per seed among runs with " + s.treatment;
   } else if (s.comparison == "trend") {
     if (!one_per_seed(treat, s.treatment, &out.problem)) return out;
     for (const auto& [seed, runs] : treat) {
@@ -428,7 +440,7 @@ Measured measure(const ClaimSpec& s, const ClaimsInput& in) {
   return out;
 }
 
-const std::set<std::string> kComparisons = {"value", "difference", "relative", "argmin", "trend"};
+const std::set<std::string> kComparisons = {"value", "difference", "relative", "argmin", "breakpoint", "trend"};
 
 void finish_spec(ClaimSpec& s, const std::map<std::string, std::string>& kv, const std::string& where) {
   auto need = [&](const char* key) {
@@ -446,13 +458,13 @@ void finish_spec(ClaimSpec& s, const std::map<std::string, std::string>& kv, con
   s.comparison = need("comparison");
   if (!kComparisons.count(s.comparison))
     throw std::runtime_error(where + ": claim " + s.id + ": comparison '" + s.comparison +
-                             "' is not one of value, difference, relative, argmin, trend");
+                             "' is not one of value, difference, relative, argmin, breakpoint, trend");
   s.treatment = need("treatment");
   s.control = get("control");
   s.untestable = get("untestable");
   s.by_construction = get("by_construction");
   if (s.comparison == "difference" || s.comparison == "relative") s.control = need("control");
-  if (s.comparison == "argmin") s.over = need("over");
+  if (s.comparison == "argmin" || s.comparison == "breakpoint") s.over = need("over");
   if (s.comparison == "trend") {
     s.table = need("table");
     s.x = need("x");
@@ -520,7 +532,7 @@ std::string known_key_name(const std::string& key) {
 // A claim's projected row: its runs and comparison on a projected metric.
 ClaimSpec projected_spec(const ClaimSpec& claim, const std::string& key, const std::string& metric,
                          const std::string& where) {
-  if (claim.comparison == "trend" || claim.comparison == "argmin")
+  if (claim.comparison == "trend" || claim.comparison == "argmin" || claim.comparison == "breakpoint")
     throw std::runtime_error(where + ": claim " + claim.id + ": " + key + " on a " + claim.comparison +
                              " claim (a projected row reads one metric per run)");
   ClaimSpec k = claim;

@@ -14,6 +14,20 @@
 namespace zl {
 namespace fs = std::filesystem;
 
+void add_drift(const torch::Tensor& z, MonitorAccumulator& acc) {
+  const int64_t B = z.size(0), T = z.size(1);
+  if (T < 2) return;
+  auto step = (z.narrow(1, 1, T - 1) - z.narrow(1, 0, T - 1)).norm(2, -1);  // [B,T-1]
+  for (int64_t s = 0; s < T - 1; s += 100) {
+    auto block = step.narrow(1, s, std::min<int64_t>(100, T - 1 - s));
+    if (block.size(1) < 2) continue;
+    auto sd = block.std(1, /*unbiased=*/false);  // [B]
+    acc.drift_sum += sd.sum().item<double>();
+    acc.drift_cv_sum += (sd / block.mean(1).clamp_min(1e-12)).sum().item<double>();
+    acc.drift_n += static_cast<double>(B);
+  }
+}
+
 void accumulate_monitor(Transformer& model, const torch::Tensor& x, const torch::Tensor& y, MonitorAccumulator& acc) {
   torch::NoGradGuard no_grad;
   FusedTrace trace;
@@ -28,14 +42,7 @@ void accumulate_monitor(Transformer& model, const torch::Tensor& x, const torch:
     // Drift in the distilled subspace: the last layer's z, heads concatenated.
     auto z = trace.distilled.back().to(torch::kFloat);  // [B,H,T,r]
     const int64_t B = z.size(0), T = z.size(2);
-    z = z.permute({0, 2, 1, 3}).reshape({B, T, -1});                 // [B,T,H*r]
-    auto step = (z.narrow(1, 1, T - 1) - z.narrow(1, 0, T - 1)).norm(2, -1);  // [B,T-1]
-    for (int64_t s = 0; s < T - 1; s += 100) {
-      auto block = step.narrow(1, s, std::min<int64_t>(100, T - 1 - s));
-      if (block.size(1) < 2) continue;
-      acc.drift_sum += block.std(1, /*unbiased=*/false).sum().item<double>();
-      acc.drift_n += static_cast<double>(B);
-    }
+    add_drift(z.permute({0, 2, 1, 3}).reshape({B, T, -1}), acc);  // [B,T,H*r]
   }
   if (trace.logits_ungated.defined()) {
     auto before = trace.logits_ungated.to(torch::kFloat);  // [B,T,V]
@@ -59,7 +66,10 @@ FusedMonitor finish_monitor(Transformer& model, const MonitorAccumulator& acc) {
     double mean = acc.w_sum / acc.w_n;
     m.key_weight_stability = std::sqrt(std::max(0.0, acc.w_sq / acc.w_n - mean * mean));
   }
-  if (acc.drift_n > 0) m.semantic_drift_score = acc.drift_sum / acc.drift_n;
+  if (acc.drift_n > 0) {
+    m.semantic_drift_score = acc.drift_sum / acc.drift_n;
+    m.semantic_drift_score_normalized = acc.drift_cv_sum / acc.drift_n;
+  }
   if (acc.positions > 0) {
     m.logits_gate_effectiveness = acc.reorder / acc.positions;
     m.gate_suppress_true_rate = acc.suppress / acc.positions;
@@ -214,6 +224,7 @@ void FusedStage::finish(const StageContext& ctx, const Prompts& prompts, const D
   }
   FusedMonitor mon = finish_monitor(model, acc);
   m["semantic_drift_score"] = mon.semantic_drift_score;
+  m["semantic_drift_score_normalized"] = mon.semantic_drift_score_normalized;
   m["key_weight_stability"] = mon.key_weight_stability;
   m["value_distill_orthogonality"] = mon.value_distill_orthogonality;
   m["logits_gate_effectiveness"] = mon.logits_gate_effectiveness;

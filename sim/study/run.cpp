@@ -222,6 +222,7 @@ RunRecord execute_run(const RunConfig& cfg) {
   r.tables["eval/items"] = items;
   m["violation_rate"] = prompts.judged ? static_cast<double>(violating) / prompts.text.size() : std::nan("");
   m["repetition_rate"] = repetition_rate(quality.continuations);
+  m["distinct_2"] = distinct_n(quality.continuations, 2);
 
   // Analytic cost, at the mean context a decoded token attends over.
   const int64_t mean_context = std::min<int64_t>(mc.context, mc.context - cfg.decode.max_new_tokens / 2);

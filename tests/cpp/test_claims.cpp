@@ -625,6 +625,40 @@ TEST(LeastSquares, FitsAKnownLineAndRefusesDegenerateInput) {
   EXPECT_THROW(zl::fit_line({1, 2}, {1}), std::invalid_argument);
 }
 
+TEST(LeastSquares, AHingeFitFindsTheKnotOfABrokenLine) {
+  // Flat at 0.2 up to 0.47, then rising with slope 2: the knot is found within a grid step.
+  std::vector<double> x{0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7, 0.8, 0.9}, y;
+  for (double t : x) y.push_back(0.2 + 2 * std::max(0.0, t - 0.47));
+  auto h = zl::fit_hinge(x, y, 400);
+  EXPECT_NEAR(h.knot, 0.47, 0.002);
+  EXPECT_NEAR(h.slope_below, 0, 1e-6);
+  EXPECT_NEAR(h.slope_above, 2, 1e-6);
+  EXPECT_NEAR(h.sse, 0, 1e-9);
+  EXPECT_TRUE(std::isnan(zl::fit_hinge({1, 2, 3}, {1, 2, 3}).knot));  // no knot with two points a side
+  EXPECT_THROW(zl::fit_hinge({1, 2}, {1}), std::invalid_argument);
+}
+
+TEST(Claims, BreakpointFindsWhereTheMetricBendsPerSeed) {
+  // Per seed a metric flat to a knot (0.46, 0.47, 0.48), then rising: the mean knot is 0.47.
+  ClaimsInput in;
+  const double knots[] = {0.46, 0.47, 0.48};
+  for (int s = 1; s <= 3; ++s)
+    for (double t : {0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7, 0.8, 0.9}) {
+      char c[64];
+      std::snprintf(c, sizeof c, "variant=oet decode.temperature=%g", t);
+      in.runs.push_back(run("r" + std::to_string(s) + c, c, s, {{"d", 0.3 + 1.5 * std::max(0.0, t - knots[s - 1])}}));
+    }
+  const auto specs = one("metric = d\ncomparison = breakpoint\nover = decode.temperature\ntreatment = variant=oet\n"
+                         "claimed = 0.47\ntolerance = 0.05\n");
+  auto r = eval1(specs, in);
+  EXPECT_EQ(r.seeds, 3);
+  EXPECT_NEAR(r.value, 0.47, 0.003);
+  EXPECT_EQ(r.verdict, "supported");
+  EXPECT_NE(zl::message_of([] { one("metric = d\ncomparison = breakpoint\ntreatment = variant=oet\nclaimed = 1\n"
+                                    "tolerance = 1\n"); }).find("no over"),
+            std::string::npos);
+}
+
 TEST(Claims, SettingLabelsNameTheKeysThatVaryWithinAVariant) {
   std::vector<ClaimRun> runs = {
       run("a", "variant=sfvl verify.threshold=0.8 model.dim=32 output.dir=x", 1, {}),

@@ -385,6 +385,15 @@ TEST(FusedStage, MonitorFigures) {
   EXPECT_NEAR(mon.value_distill_orthogonality, 1.0, 1e-5);  // P starts with orthonormal rows
   EXPECT_GT(mon.key_weight_stability, 0.0);
   EXPECT_GT(mon.semantic_drift_score, 0.0);
+  EXPECT_GT(mon.semantic_drift_score_normalized, 0.0);
+  // The raw score scales with the states (as it grows with the width); the normalised one does not.
+  auto z = torch::randn({2, 30, 8});
+  MonitorAccumulator small, large;
+  add_drift(z, small);
+  add_drift(10 * z, large);
+  EXPECT_NEAR(large.drift_sum, 10 * small.drift_sum, 1e-3 * large.drift_sum);
+  EXPECT_NEAR(large.drift_cv_sum, small.drift_cv_sum, 1e-5);
+  EXPECT_EQ(small.drift_n, 2);
   EXPECT_GE(mon.logits_gate_effectiveness, 0.0);
   EXPECT_LE(mon.logits_gate_effectiveness, 1.0);
   EXPECT_NEAR(mon.gate_mean_factor, 1.0 / (1.0 + std::exp(-4.0)), 1e-4);  // the gate's initial factor

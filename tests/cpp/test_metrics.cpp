@@ -21,6 +21,13 @@ TEST(Metrics, RepetitionRateOnKnownSequences) {
   EXPECT_TRUE(std::isnan(repetition_rate({{1, 2}})));
 }
 
+TEST(Metrics, DistinctNIsDistinctNGramsPerGeneratedToken) {
+  // Bigrams {1 2, 2 1} and {1 2, 2 3}: 3 distinct over 6 tokens.
+  EXPECT_DOUBLE_EQ(distinct_n({{1, 2, 1}, {1, 2, 3}}, 2), 3.0 / 6);
+  EXPECT_DOUBLE_EQ(distinct_n({{4, 4, 4, 4}}, 1), 1.0 / 4);
+  EXPECT_TRUE(std::isnan(distinct_n({{}, {}}, 2)));
+}
+
 TEST(Metrics, PercentilesAndMeans) {
   std::vector<double> v{4, 1, 3, 2, 5};
   EXPECT_DOUBLE_EQ(percentile(v, 50), 3);
