@@ -235,6 +235,15 @@ RunRecord execute_run(const RunConfig& cfg) {
   // the simulator draws sfvl's re-samples at the trigger rate it measured).
   if (cfg.serve.enabled) serve_run(*run, r);
   m["peak_rss_bytes"] = static_cast<double>(peak_rss_bytes());
+  // Memory as seed 002 §3.1 counts it (weights, the verifier's, the KV cache
+  // in use), not the process's RSS, which at this size is LibTorch's runtime:
+  // fp32 weights of the model and of the side models it decodes with, and the
+  // peak KV cache of one decode batch.
+  double side = 0;
+  for (const char* k : {"verifier_params", "draft_params"})
+    if (m.count(k) && std::isfinite(m[k])) side += m[k];
+  m["memory_bytes_analytic"] = 4.0 * (m["params"] + side) +
+                               static_cast<double>(cfg.decode.batch) * static_cast<double>(quality.kv_bytes_peak);
 
   r.status = "complete";
   r.finished_utc = utc_now();
