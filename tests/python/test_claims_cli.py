@@ -4,6 +4,7 @@ known answer; bad input gets a clear error."""
 import os
 import shutil
 import subprocess
+import sys
 
 import h5py
 import numpy as np
@@ -95,6 +96,21 @@ def test_smoke_results_every_claim_named(zl, smoke_results, tmpdir_zl):
     assert list(claims["id"]) == ids
     assert set(claims["verdict"]) <= {"missing", "untestable"}
     assert "wrote /claims" in out
+
+
+def test_the_readme_table_script_prints_every_claim_and_sets_apart_the_ones_by_construction(zl, smoke_results,
+                                                                                             tmpdir_zl):
+    path = os.path.join(tmpdir_zl, "smoke.h5")
+    shutil.copy(smoke_results, path)
+    zl("claims", path)
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "python", "claims_table.py"), path],
+                         capture_output=True, text=True, check=True).stdout
+    claims = load_claims(path)
+    apart = out.index("By construction")
+    for _, row in claims.iterrows():
+        at = out.index(f"| {row['id']} |")
+        assert (at > apart) == bool(row["by_construction"]), row["id"]
+    assert "S000-kv" in out[apart:] and "S002-throughput" in out[:apart]
 
 
 def test_bad_input_is_named(zl, tmpdir_zl, smoke_results):

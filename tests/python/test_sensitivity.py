@@ -58,3 +58,12 @@ def test_the_sensitivity_plot_draws_a_point_per_setting(sensitivity_results):
     markers = [line for line in panels[0].lines if line.get_marker() == "D"]
     assert len(markers) == 2
     assert plots.claim_sensitivity_plot(table.iloc[0:0]) is None
+
+
+def test_the_readme_table_script_prints_the_curves(sensitivity_results):
+    import os
+    import sys
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "python", "claims_table.py"), sensitivity_results,
+                          "--sensitivity"], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[0].startswith("| claim | claimed | 0.1 | 0.3 |")
+    assert "| S002-equiv/self-judged |" in out

@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""The claims table in Markdown, as the README shows it: the articles' claims
+(measured value with the interval its verdict used, the percentile bootstrap
+beside it, the claimed region, the verdict and the Holm verdict, the seeds an
+inconclusive row needs, the operating point), then the rows true by
+construction apart, then, where the file has it, each claim along its
+operating point (/claims_sensitivity). Reads what `zerolayer claims RESULTS
+[--sensitivity]` wrote.
+
+    /usr/bin/python3 python/claims_table.py results/claims/results.h5
+    /usr/bin/python3 python/claims_table.py results/sensitivity/results.h5 --sensitivity
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from zerolayer import load_claim_sensitivity, load_claims  # noqa: E402
+
+
+def number(v):
+    return "-" if not np.isfinite(v) else f"{v:.3g}"
+
+
+def interval(lo, hi):
+    return "" if not (np.isfinite(lo) and np.isfinite(hi)) else f"[{lo:.3g}, {hi:.3g}]"
+
+
+def text(row, column, default=""):
+    value = row.get(column, default)
+    return value if isinstance(value, str) else default
+
+
+def claims_rows(claims, apart):
+    out = ["| claim | measured [95% CI] | bootstrap | claimed | verdict | Holm | seeds needed | operating point |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for _, r in claims.iterrows():
+        if bool(text(r, "by_construction")) != apart:
+            continue
+        measured = f"{number(r['value'])} {interval(r['ci_lo'], r['ci_hi'])}".strip()
+        boot = interval(r.get("boot_lo", np.nan), r.get("boot_hi", np.nan))
+        needed = int(r["seeds_needed"]) if np.isfinite(float(r.get("seeds_needed", 0))) and r.get("seeds_needed", 0) else ""
+        op = text(r, "operating_point") or "as configured"
+        out.append(f"| {r['id']} | {measured} | {boot} | {r['claimed']} | {r['verdict']} | {text(r, 'verdict_holm')} "
+                   f"| {needed} | {op} |")
+    return out
+
+
+def sensitivity_rows(table):
+    out = ["| claim | claimed | " + " | ".join(f"{s:g}" for s in sorted(set(table["setting"]))) + " | along the curve |",
+           "| --- | --- | " + " | ".join("---" for _ in set(table["setting"])) + " | --- |"]
+    settings = sorted(set(table["setting"]))
+    for (cid, key), g in table.groupby(["id", "key"], sort=False):
+        cells = []
+        for s in settings:
+            row = g[g["setting"] == s]
+            if not len(row):
+                cells.append("")
+                continue
+            r = row.iloc[0]
+            cells.append(f"{number(r['value'])} {interval(r['ci_lo'], r['ci_hi'])}: {r['verdict']}".strip())
+        verdicts = list(g.sort_values("setting")["verdict"])
+        along = f"holds ({verdicts[0]})" if len(set(verdicts)) == 1 else "moves"
+        out.append(f"| {cid} | {g['claimed'].iloc[0]} | " + " | ".join(cells) + f" | {along} |")
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("results")
+    parser.add_argument("--sensitivity", action="store_true", help="the /claims_sensitivity table only")
+    args = parser.parse_args()
+    if args.sensitivity:
+        table = load_claim_sensitivity(args.results)
+        if not len(table):
+            sys.exit(f"{args.results}: no /claims_sensitivity (run `zerolayer claims {args.results} --sensitivity`)")
+        print("\n".join(sensitivity_rows(table)))
+        return
+    claims = load_claims(args.results)
+    if not len(claims):
+        sys.exit(f"{args.results}: no /claims (run `zerolayer claims {args.results}`)")
+    print("\n".join(claims_rows(claims, apart=False)))
+    if "by_construction" in claims and (claims["by_construction"].fillna("") != "").any():
+        print("\nBy construction (manipulation checks, outside the Holm family):\n")
+        print("\n".join(claims_rows(claims, apart=True)))
+
+
+if __name__ == "__main__":
+    main()
