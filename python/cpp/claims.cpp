@@ -42,6 +42,8 @@ py::dict row_of(const ClaimResult& r, const ModelSize& size) {
   d["seeds_needed"] = r.seeds_needed;
   d["known_method"] = r.spec->known_method;
   d["of_claim"] = r.spec->of_claim;
+  d["by_construction"] = r.spec->by_construction;
+  d["operating_point"] = r.operating_point;
   d["per_seed"] = r.per_seed;
   d["size"] = size.label;
   d["params"] = size.params;
@@ -116,7 +118,9 @@ void register_claims(py::module& m) {
 
 Returns one dict per claim (id, claim, value, ci_lo, ci_hi, seeds, verdict,
 note, method, t_lo/t_hi, boot_lo/boot_hi, bca_lo/bca_hi, p_support,
-p_refute, verdict_holm, seeds_needed, known_method, of_claim, per_seed:
+p_refute, verdict_holm, seeds_needed, known_method, of_claim,
+by_construction (why the value is fixed by the design; such a row is outside
+the Holm family), operating_point (the calibrated targets of its runs), per_seed:
 {seed: value}, and size, params: the model shape, "LAYERSxDIM", and its
 parameter count). A file of several model sizes (ablations/scale.ini) gives
 each claim once per size, smallest first, each size judged on its own runs;

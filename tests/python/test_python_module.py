@@ -128,6 +128,9 @@ def test_claims_from_python(tiny_run):
         assert r["verdict"] in ("missing", "untestable"), r
     assert any("no complete runs with variant=oet" in r["note"] for r in rows)
     assert len(zerolayer.load_claims(results)) == len(rows)
+    by_id = {r["id"]: r for r in rows}
+    assert by_id["S000-kv"]["by_construction"] and by_id["S002-throughput"]["by_construction"] == ""
+    assert all(r["operating_point"] == "" for r in rows)  # no run of this file has a calibrated target
 
 
 @pytest.mark.parametrize("torch_first", [False, True])
