@@ -160,6 +160,8 @@ CLAIMS = {
     "known_method": [""] * 6,
     "projection": [""] * 6,
     "of_claim": [""] * 6,
+    "by_construction": ["", "oet keeps the cache", "", "", "", ""],
+    "operating_point": [""] * 6,
     "size": ["4x128"] * 6,
     "params": [936192.0] * 6,
 }
@@ -170,7 +172,8 @@ KNOWN_H2O = {"id": "S000-kv@h2o", "source": "seed 000 §3.2", "claim": "KV -58%"
              "ci_hi": -0.78, "seeds": 3, "verdict": "refuted", "note": "", "method": "t", "t_lo": -0.80,
              "t_hi": -0.78, "boot_lo": -0.795, "boot_hi": -0.785, "bca_lo": NAN, "bca_hi": NAN, "p_support": 0.9999,
              "p_refute": 0.0001, "verdict_holm": "", "seeds_needed": 0, "known_method": "h2o", "projection": "",
-             "of_claim": "S000-kv", "size": "4x128", "params": 936192.0}
+             "of_claim": "S000-kv", "by_construction": "oet keeps the cache", "operating_point": "",
+             "size": "4x128", "params": 936192.0}
 SEEDS = {"S000-throughput": [0.30, 0.40, 0.45], "S000-kv": [0.0, 0.0, 0.0], "S000-lookup": [220.0, 228.0, 236.0],
          "S000-share": [0.0175], "S002-quality": [0.20, 0.26, 0.32]}
 
