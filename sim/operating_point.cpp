@@ -87,8 +87,12 @@ SolvedPoint solve_operating_point(const OperatingPoint& op, const std::function<
   };
   double lo = op.lo, hi = op.hi;
   const double at_lo = probe(lo), at_hi = probe(hi);
+  if (!std::isfinite(at_lo) || !std::isfinite(at_hi))
+    throw std::runtime_error(op.metric + " has no value at " + op.knob + " = " + num(std::isfinite(at_lo) ? op.hi : op.lo) +
+                             ": the calibration prompts give it nothing to measure (for a short-text rate, a "
+                             "model.context too short for openings under a quarter of it?)");
   const double least = std::min(at_lo, at_hi), most = std::max(at_lo, at_hi);
-  if (!std::isfinite(at_lo) || !std::isfinite(at_hi) || op.target < least - tol || op.target > most + tol)
+  if (op.target < least - tol || op.target > most + tol)
     throw std::runtime_error(op.knob + " cannot bring " + op.metric + " to " + num(op.target) + ": " + num(least) +
                              "-" + num(most) + " over " + num(op.lo) + "-" + num(op.hi));
   // Bisection keeps lo on the side of the target where the lower end lies.

@@ -51,6 +51,11 @@ TEST(OperatingPoint, AnUnreachableTargetNamesKnobMetricTargetAndTheRangeReached)
   EXPECT_EQ(msg, "verify.threshold cannot bring trigger_rate_first_short to 0.18: 0.35-0.6 over 0.05-0.99");
 }
 
+TEST(OperatingPoint, AMetricWithNothingToMeasureIsNamed) {
+  const std::string msg = message_of([] { solve_operating_point(point(0.18, 0.01, 0.99), [](double) { return NAN; }); });
+  EXPECT_NE(msg.find("trigger_rate_first_short has no value at verify.threshold = 0.01"), std::string::npos) << msg;
+}
+
 TEST(OperatingPoint, AJumpAtTheCrossingIsAnErrorNotAQuietMiss) {
   // A step from 0.1 to 0.3 at 0.5: bisection closes in on the step and never lands within 5% of 0.18.
   const std::string msg = message_of([] {
