@@ -63,15 +63,22 @@ def load_configs(path):
 
 def settings(path, index=None):
     """A label per run: its variant plus the config keys that vary between runs
-    of that variant (seed and output keys excluded), e.g. "sfvl verify.threshold=0.82".
+    of that variant (seed and output keys excluded), e.g. "sfvl verify.threshold=0.82". A knob
+    solved for an operating point ([calibrate.VARIANT]) is left out: its target names the setting.
     Returned as a Series indexed by run_id."""
     index = load_index(path) if index is None else index
     configs = load_configs(path)
     labels = {}
     for variant, runs in index.groupby("variant"):
         cfg = configs.loc[configs.index.intersection(runs["run_id"])]
-        varying = [k for k in cfg.columns
-                   if k != "seed" and not k.startswith("output.") and cfg[k].nunique(dropna=False) > 1]
+        # A knob solved for an operating point differs by seed as an outcome, not a setting.
+        target, knob = f"calibrate.{variant}.target", f"calibrate.{variant}.knob"
+        solved = set()
+        if target in cfg and knob in cfg:
+            calibrated = pd.to_numeric(cfg[target], errors="coerce").fillna(0) != 0
+            solved = set(cfg.loc[calibrated, knob])
+        varying = [k for k in cfg.columns if k != "seed" and not k.startswith("output.") and k not in solved
+                   and cfg[k].nunique(dropna=False) > 1]
         for rid in runs["run_id"]:
             parts = [variant] + ([f"{k}={cfg.at[rid, k]}" for k in varying] if rid in cfg.index else [])
             labels[rid] = " ".join(parts)

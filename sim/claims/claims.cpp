@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <memory>
@@ -622,11 +623,18 @@ std::map<std::string, std::string> setting_labels(const std::vector<ClaimRun>& r
   }
   std::map<std::string, std::string> labels;
   for (const auto& [variant, members] : by_variant) {
-    std::set<std::string> keys, varying;
-    for (const ClaimRun* r : members)
+    std::set<std::string> keys, varying, solved;
+    for (const ClaimRun* r : members) {
       for (const auto& kv : r->config) keys.insert(kv.first);
+      // A knob solved for an operating point (sim/operating_point.h) differs by
+      // seed as an outcome, not a setting: the target names the setting.
+      auto target = r->config.find("calibrate." + variant + ".target");
+      auto knob = r->config.find("calibrate." + variant + ".knob");
+      if (target != r->config.end() && knob != r->config.end() && std::atof(target->second.c_str()) != 0)
+        solved.insert(knob->second);
+    }
     for (const std::string& k : keys) {
-      if (k == "seed" || k == "variant" || k.rfind("output.", 0) == 0) continue;
+      if (k == "seed" || k == "variant" || k.rfind("output.", 0) == 0 || solved.count(k)) continue;
       std::set<std::string> values;
       for (const ClaimRun* r : members) {
         auto it = r->config.find(k);

@@ -77,7 +77,9 @@ ClaimsInput load_claims_input(const std::string& results_file);
 // A label per run_id naming its setting: the variant plus every config key
 // whose value varies between runs of that variant (seed and output keys
 // excluded), e.g. "sfvl verify.threshold=0.82". Runs that differ only in the
-// seed share a label: a row of a summary over seeds.
+// seed share a label: a row of a summary over seeds. A knob a run solved
+// for its operating point (verify.threshold under [calibrate.sfvl]) is an
+// outcome, not a setting, and is left out: the target names the setting.
 std::map<std::string, std::string> setting_labels(const std::vector<ClaimRun>& runs);
 
 // "variant = sfvl\n[verify]\nthreshold = 0.82\n" -> {variant: sfvl, verify.threshold: 0.82}.

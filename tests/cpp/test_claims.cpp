@@ -670,6 +670,15 @@ TEST(Claims, SettingLabelsNameTheKeysThatVaryWithinAVariant) {
   EXPECT_EQ(labels["b"], "sfvl verify.threshold=0.9");
   EXPECT_EQ(labels["c"], "baseline");  // only the seed varies
   EXPECT_EQ(labels["d"], "baseline");
+  // Thresholds solved per seed for one target are one setting; two targets are two.
+  const std::string cal = "variant=sfvl calibrate.sfvl.knob=verify.threshold calibrate.sfvl.target=";
+  std::vector<ClaimRun> calibrated = {run("e", cal + "0.18 verify.threshold=0.64", 1, {}),
+                                      run("f", cal + "0.18 verify.threshold=0.75", 2, {}),
+                                      run("g", cal + "0.3 verify.threshold=0.87", 1, {})};
+  auto solved = zl::setting_labels(calibrated);
+  EXPECT_EQ(solved["e"], "sfvl calibrate.sfvl.target=0.18");
+  EXPECT_EQ(solved["f"], solved["e"]);
+  EXPECT_EQ(solved["g"], "sfvl calibrate.sfvl.target=0.3");
 }
 
 TEST(Claims, ConfigIniParsesTopLevelAndSections) {

@@ -67,3 +67,11 @@ def test_the_readme_table_script_prints_the_curves(sensitivity_results):
                           "--sensitivity"], capture_output=True, text=True, check=True).stdout
     assert out.splitlines()[0].startswith("| claim | claimed | 0.1 | 0.3 |")
     assert "| S002-equiv/self-judged |" in out
+
+
+def test_a_solved_threshold_does_not_split_a_setting(sensitivity_results):
+    from zerolayer import settings
+    index = load_index(sensitivity_results)
+    labels = settings(sensitivity_results, index)
+    sfvl = index[index["variant"] == "sfvl"]
+    assert sorted(set(labels[sfvl["run_id"]])) == ["sfvl calibrate.sfvl.target=0.1", "sfvl calibrate.sfvl.target=0.3"]
