@@ -26,9 +26,10 @@ const std::vector<OperatingTarget>& operating_targets() {
   // trigger_rate_short. The threshold range stops short of 0 and 1, where
   // the verifier's sigmoid rarely lands.
   static const std::vector<OperatingTarget> t{
-      {"sfvl", "trigger_rate_first_short", "verify.threshold", 0.01, 0.99,
-       "share of first checks that fire at a context under a quarter of model.context"},
-      {"sfvl", "trigger_rate_first", "verify.threshold", 0.01, 0.99, "share of first checks that fire"},
+      // the share of first checks that fire at a context under a quarter of model.context
+      {"sfvl", "trigger_rate_first_short", "verify.threshold", 0.01, 0.99},
+      // the share of first checks that fire
+      {"sfvl", "trigger_rate_first", "verify.threshold", 0.01, 0.99},
   };
   return t;
 }
@@ -88,8 +89,8 @@ SolvedPoint solve_operating_point(const OperatingPoint& op, const std::function<
   double lo = op.lo, hi = op.hi;
   const double at_lo = probe(lo), at_hi = probe(hi);
   if (!std::isfinite(at_lo) || !std::isfinite(at_hi))
-    throw std::runtime_error(op.metric + " has no value at " + op.knob + " = " + num(std::isfinite(at_lo) ? op.hi : op.lo) +
-                             ": the calibration prompts give it nothing to measure (for a short-text rate, a "
+    throw std::runtime_error(op.metric + " has no value at " + op.knob + " = " +
+                             num(std::isfinite(at_lo) ? op.hi : op.lo) + ": the calibration prompts give it nothing to measure (for a short-text rate, a "
                              "model.context too short for openings under a quarter of it?)");
   const double least = std::min(at_lo, at_hi), most = std::max(at_lo, at_hi);
   if (op.target < least - tol || op.target > most + tol)

@@ -28,8 +28,7 @@ struct RunConfig;
 // One (variant, metric, knob) a study may calibrate.
 struct OperatingTarget {
   std::string variant, metric, knob;
-  double lo, hi;        // the knob's default search range
-  std::string meaning;  // of the metric, for messages and docs
+  double lo, hi;  // the knob's default search range
 };
 const std::vector<OperatingTarget>& operating_targets();
 // The variants that have a target (each gets its [calibrate.VARIANT] keys).

@@ -303,23 +303,22 @@ double column_value(const Table::Column& col, size_t i) {
 
 Measured measure(const ClaimSpec& s, const ClaimsInput& in) {
   Measured out;
-  auto treat = select(s.treatment, in);
+  const auto treat = select(s.treatment, in);
   if (treat.empty()) {
     out.problem = "missing: " + why_missing(s.treatment, in);
     return out;
   }
-  for (const auto& [seed, runs] : treat) out.runs.insert(out.runs.end(), runs.begin(), runs.end());
-  if (!s.control.empty())
-    for (const auto& [seed, runs] : select(s.control, in)) out.runs.insert(out.runs.end(), runs.begin(), runs.end());
+  // The control's runs, selected once: the comparison pairs them, and the row's operating point reads them.
+  const auto ctrl = s.control.empty() ? std::map<int64_t, std::vector<const ClaimRun*>>() : select(s.control, in);
+  for (const auto* side : {&treat, &ctrl})
+    for (const auto& [seed, runs] : *side) out.runs.insert(out.runs.end(), runs.begin(), runs.end());
   std::unique_ptr<Expr> metric;
   if (!s.metric.empty()) metric = ExprParser(s.metric).parse();
   std::string missing_metric;
 
   if (s.comparison == "value" || s.comparison == "difference" || s.comparison == "relative") {
     if (!one_per_seed(treat, s.treatment, &out.problem)) return out;
-    std::map<int64_t, std::vector<const ClaimRun*>> ctrl;
     if (s.comparison != "value") {
-      ctrl = select(s.control, in);
       if (ctrl.empty()) {
         out.problem = "missing: " + why_missing(s.control, in);
         return out;

@@ -37,12 +37,6 @@ std::set<std::string> selected_variants(const std::string& selector) {
   return out;
 }
 
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", v);
-  return buf;
-}
-
 }  // namespace
 
 Sensitivity claim_sensitivity(const std::vector<ClaimSpec>& specs, const ClaimsInput& input,
@@ -59,17 +53,19 @@ Sensitivity claim_sensitivity(const std::vector<ClaimSpec>& specs, const ClaimsI
   std::vector<SensitivityRow> rows;
   for (const ClaimSpec& s : specs) {
     if (!s.known_method.empty()) continue;
-    std::set<std::string> named = selected_variants(s.treatment);
-    for (const auto& v : selected_variants(s.control)) named.insert(v);
+    const std::set<std::string> in_treatment = selected_variants(s.treatment);
+    const std::set<std::string> in_control = selected_variants(s.control);
+    std::set<std::string> named = in_treatment;
+    named.insert(in_control.begin(), in_control.end());
     for (const std::string& v : named) {
       auto it = settings.find(v);
       if (it == settings.end() || it->second.size() < 2) continue;
       const std::string key = "calibrate." + v + ".target";
       for (double x : it->second) {
         ClaimSpec narrowed = s;
-        const std::string term = " " + key + "=" + num(x);
-        if (selected_variants(s.treatment).count(v)) narrowed.treatment += term;
-        if (selected_variants(s.control).count(v)) narrowed.control += term;
+        const std::string term = " " + key + "=" + format_value(x);
+        if (in_treatment.count(v)) narrowed.treatment += term;
+        if (in_control.count(v)) narrowed.control += term;
         out.specs.push_back(narrowed);
         SensitivityRow row;
         row.claim_id = s.id;
@@ -121,15 +117,16 @@ std::string format_sensitivity(const Sensitivity& s) {
     for (size_t k = i; k < end; ++k) {
       const ClaimResult& r = s.rows[k].result;
       const std::string m = std::isnan(r.value) ? "-"
-                            : std::isnan(r.lo)  ? num(r.value)
-                                                : num(r.value) + " [" + num(r.lo) + ", " + num(r.hi) + "]";
+                            : std::isnan(r.lo)  ? format_value(r.value)
+                                                : format_value(r.value) + " [" + format_value(r.lo) + ", " +
+                                                      format_value(r.hi) + "]";
       const std::string n = r.seeds > 0 ? std::to_string(r.seeds) + ", " + method_name(r.method) : "-";
-      std::snprintf(line, sizeof line, "  %-26s %-9s %-32s %-12s %s\n", num(s.rows[k].setting).c_str(),
-                    std::isnan(s.rows[k].reached) ? "-" : num(s.rows[k].reached).c_str(), m.c_str(), n.c_str(),
+      std::snprintf(line, sizeof line, "  %-26s %-9s %-32s %-12s %s\n", format_value(s.rows[k].setting).c_str(),
+                    std::isnan(s.rows[k].reached) ? "-" : format_value(s.rows[k].reached).c_str(), m.c_str(), n.c_str(),
                     r.verdict.c_str());
       out << line;
       verdicts.insert(r.verdict);
-      path += (path.empty() ? "" : " -> ") + r.verdict + " at " + num(s.rows[k].setting);
+      path += (path.empty() ? "" : " -> ") + r.verdict + " at " + format_value(s.rows[k].setting);
     }
     if (verdicts.size() == 1) out << "  holds: " << *verdicts.begin() << " at every setting\n";
     else out << "  moves: " << path << "\n";
