@@ -151,6 +151,10 @@ std::vector<Token> tokenize(const std::string& s, size_t begin, size_t end) {
   return out;
 }
 
+// The words whose balance judge_conditional checks: a sentence with one of
+// them is a conditional the checker judges.
+bool is_conditional_word(const Token& t) { return t.type == Tok::Word && is_any(t.text, {"if", "then", "otherwise"}); }
+
 // "$012,400" -> "12400": restating an amount with other digit grouping is not
 // a contradiction.
 std::string canonical_number(std::string_view written) {
@@ -310,6 +314,7 @@ class Reader {
   }
 
   std::vector<Violation> violations;
+  int judged = 0;  // statements judged (contracts_checker.h, ContractCheck)
   ContractSummary summary;
 
  private:
@@ -356,6 +361,12 @@ class Reader {
     }
   }
 
+  // A statement is judged, and counted, under report()'s rule: only where the
+  // continuation wrote part of it, so violations never outnumber statements.
+  void judging(size_t end) {
+    if (end > judged_from_) ++judged;
+  }
+
   // A violation is the continuation's only if it wrote part of the token.
   void report(const char* kind, const std::string& detail, size_t begin, size_t end) {
     if (end <= judged_from_) return;
@@ -365,6 +376,7 @@ class Reader {
   // Every "if" needs a later "then" in the same sentence; seed 000 §2.2 makes
   // nesting depth an event kind, so the depth is also recorded.
   void judge_conditional(const std::vector<Token>& toks, size_t sentence_end) {
+    if (std::any_of(toks.begin(), toks.end(), is_conditional_word)) judging(sentence_end);
     int open = 0, ifs = 0, otherwise = 0;
     const Token* first_if = nullptr;
     for (const Token& t : toks) {
@@ -392,6 +404,7 @@ class Reader {
   void judge_clause_ref(const std::vector<Token>& toks, size_t i) {
     if (!is_word(toks[i].text, "clause") || i + 1 >= toks.size() || toks[i + 1].type != Tok::Number) return;
     const Token& num = toks[i + 1];
+    judging(num.end());
     const int cited = num.text.size() > 6 ? -1 : std::stoi(canonical_number(num.text));
     summary.references.push_back({clause_, cited});
     if (clauses_.count(cited)) return;
@@ -410,6 +423,7 @@ class Reader {
   void judge_party(const std::vector<Token>& toks, size_t i) {
     std::string name, role;
     if (!name_at(toks, i, &name)) return;
+    judging(toks[i].end());
     const Token& first = toks[i - 1];
     auto it = parties_.find(name);
     if (it == parties_.end()) {
@@ -420,7 +434,9 @@ class Reader {
   }
 
   void judge_role(const Token& t) {
-    if (!is_upper(t.text[0]) || !contains(contract_roles(), t.text) || declares_role(t.text)) return;
+    if (!is_upper(t.text[0]) || !contains(contract_roles(), t.text)) return;
+    judging(t.end());
+    if (declares_role(t.text)) return;
     report("party", "no party is the " + std::string(t.text), t.begin, t.end());
   }
 
@@ -454,7 +470,10 @@ class Reader {
     if (!stated) {
       stated = Stated{value, written, clause_};
       summary.facts[contract_slot_name(*slot)] = {value, clause_};
-    } else if (stated->value != value) {
+      return;  // a first statement: nothing to contradict yet
+    }
+    judging(end);
+    if (stated->value != value) {
       report(contract_slot_kind(*slot),
              std::string(contract_slot_name(*slot)) + " stated as " + stated->written + " in clause " +
                  std::to_string(stated->clause) + ", written as " + written,
@@ -493,10 +512,14 @@ class Reader {
 
 }  // namespace
 
-std::vector<Violation> check_contract(const std::string& prompt, const std::string& continuation) {
+ContractCheck check_contract_detailed(const std::string& prompt, const std::string& continuation) {
   Reader reader(prompt.size());
   reader.read(prompt + continuation);
-  return std::move(reader.violations);
+  return {std::move(reader.violations), reader.judged};
+}
+
+std::vector<Violation> check_contract(const std::string& prompt, const std::string& continuation) {
+  return std::move(check_contract_detailed(prompt, continuation).violations);
 }
 
 ContractSummary summarize_contract(const std::string& text) {

@@ -81,6 +81,22 @@ struct Violation {
 // throws.
 std::vector<Violation> check_contract(const std::string& prompt, const std::string& continuation);
 
+// The same judgement with its denominator: how many statements of the
+// continuation the checker judged, so that violations per statement is a rate
+// (issue 29 item 7: a run's prompts then give many units of quality each, not
+// one per continuation). A judged statement is a place where the checker
+// compared what the continuation wrote against the contract and could have
+// reported a violation, under the same rule (the continuation wrote part of
+// it): a value restating a slot already stated (a first statement binds
+// later ones but has nothing to contradict), a party name, a role, a clause
+// reference, and a sentence with "if", "then" or "otherwise". Each reports at
+// most one violation, so violations.size() <= judged.
+struct ContractCheck {
+  std::vector<Violation> violations;  // as check_contract returns them
+  int judged = 0;                     // judged statements of the continuation
+};
+ContractCheck check_contract_detailed(const std::string& prompt, const std::string& continuation);
+
 // What a contract text states, as the checker reads it (for tests, prompt
 // cutting and analysis).
 struct ContractFact {

@@ -429,8 +429,9 @@ std::vector<KeySpec> build_registry() {
                         "TPOT SLO of projected serving (0: none)", in_range(0, 1e9)));
 
   // Operating points (sim/operating_point.h): [calibrate.VARIANT] per
-  // calibratable variant. Evaluation keys: the knobs solved so far are
-  // evaluation keys too (verify.threshold), so a target never retrains.
+  // calibratable variant. Evaluation keys by role; a target whose knob shapes
+  // training (sfcl.hidden) enters the train_id in the knob's place
+  // (calibrate_key_counts), so setting it trains a new model.
   for (const std::string& v : calibratable_variants()) {
     const std::string p = "calibrate." + v + ".";
     auto target = [v](R& c) -> CalibrateTarget& { return c.calibrate.targets[v]; };
@@ -663,10 +664,17 @@ bool relevant(const std::string& key, const std::string& variant, bool training_
     return true;
   }
   if (key.rfind("calibrate.", 0) == 0) {
-    // A variant's own target, and the shared settings where it has one.
-    const auto vars = calibratable_variants();
-    if (std::find(vars.begin(), vars.end(), variant) == vars.end() || training_only) return false;
-    return key.rfind("calibrate." + variant + ".", 0) == 0 || key == "calibrate.prompts" || key == "calibrate.tolerance";
+    // A variant's own target, the target of the family its checkpoint trains
+    // as where that target's knob shapes training (oet decodes sfcl's solved
+    // width), and the shared settings where either is; which of them enter
+    // an identity depends on the targets set (calibrate_key_counts).
+    auto reads = [&](const std::string& v, bool training) {
+      for (const auto& t : operating_targets())
+        if (t.variant == v && (!training || t.before_training))
+          return key.rfind("calibrate." + v + ".", 0) == 0 || key == "calibrate.prompts" || key == "calibrate.tolerance";
+      return false;
+    };
+    return (!training_only && reads(variant, false)) || reads(family, true);
   }
   if (key.rfind("verify.", 0) == 0) return (variant == "sfvl" || control_reads(key, variant)) && !training_only;
   if (key.rfind("control.", 0) == 0) return control_reads(key, variant) && !training_only;
@@ -701,13 +709,19 @@ bool relevant_key(const std::string& key, const RunConfig& cfg) {
 namespace {
 std::string canonical(const RunConfig& cfg, bool training_only) {
   std::string text;
+  const auto solved = training_operating_point(cfg);
   for (const auto& k : config_keys()) {
     if (k.role == KeyRole::Output || !relevant(k.name, cfg.variant, training_only, cfg.latent.mode, cfg.serve.enabled))
       continue;
-    if (training_only && k.role != KeyRole::Training) continue;
     // Without a target the [calibrate] keys change nothing: a run keeps the
-    // identity it had before operating points existed.
-    if (k.name.rfind("calibrate.", 0) == 0 && !operating_point(cfg)) continue;
+    // identity it had before operating points existed. A target whose knob
+    // shapes training is part of the train_id in the knob's place.
+    if (k.name.rfind("calibrate.", 0) == 0) {
+      if (!calibrate_key_counts(k.name, cfg, training_only)) continue;
+    } else if (training_only && k.role != KeyRole::Training) {
+      continue;
+    }
+    if (solved && k.name == solved->knob) continue;  // an outcome of the target above, not a setting
     std::string value = (training_only && k.name == "variant") ? trained_family(cfg) : k.get(cfg);
     text += k.name + "=" + value + "\n";
   }

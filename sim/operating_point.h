@@ -15,6 +15,14 @@
 // table below (operating_targets): a metric is calibratable when the stage
 // can measure it at a knob setting without the rest of the run
 // (VariantStage::operating_metric).
+//
+// A knob that shapes training (sfcl's width `sfcl.hidden`, solved for seed
+// 000 §2.1's 11.7% time share of the correction loop) is solved before the
+// model trains, on the model's untrained weights: a step's time follows its
+// shapes, not its values. The solution is kept beside the checkpoint
+// (operating_point.ini), so every variant that decodes that checkpoint (oet
+// decodes sfcl's) and every later pass reads the same width. Such a knob
+// leaves the run's identity; the target enters it in its place.
 #pragma once
 #include <functional>
 #include <optional>
@@ -28,7 +36,8 @@ struct RunConfig;
 // One (variant, metric, knob) a study may calibrate.
 struct OperatingTarget {
   std::string variant, metric, knob;
-  double lo, hi;  // the knob's default search range
+  double lo, hi;                 // the knob's default search range
+  bool before_training = false;  // the knob shapes the model: solved before it trains, on a grid (timed metric)
 };
 const std::vector<OperatingTarget>& operating_targets();
 // The variants that have a target (each gets its [calibrate.VARIANT] keys).
@@ -41,9 +50,18 @@ struct OperatingPoint {
   double lo = 0, hi = 1;   // search range of the knob
   double tolerance = 0.1;  // relative: |reached − target| <= tolerance · target
   int64_t prompts = 64;    // calibration prompts
+  bool before_training = false;
 };
-// The target of the run's own variant, if its [calibrate.VARIANT] target is set.
+// The decode-time target of the run's own variant, if its [calibrate.VARIANT]
+// target is set and its knob does not shape training.
 std::optional<OperatingPoint> operating_point(const RunConfig& cfg);
+// The target whose knob shapes the model the run decodes: that of the
+// variant its checkpoint is trained as (trained_family: oet decodes sfcl's).
+std::optional<OperatingPoint> training_operating_point(const RunConfig& cfg);
+// Whether the [calibrate] key `key` is part of the run's identity (only a set
+// target's keys are: a run without one keeps the identity it had before
+// operating points existed); `training_only` for its train_id.
+bool calibrate_key_counts(const std::string& key, const RunConfig& cfg, bool training_only);
 
 // Why `metric` by `knob` cannot be calibrated for `variant` ("" if it can):
 // names what the variant can be solved for instead.
@@ -66,5 +84,16 @@ struct SolvedPoint {
 // tolerance (a jump in the metric at the crossing).
 SolvedPoint solve_operating_point(const OperatingPoint& op, const std::function<double(double)>& measure,
                                   int max_probes = 24);
+
+// For a timed metric, which repeats only within the machine's noise, and an
+// integer knob: the metric at a geometric grid of knobs over [lo, hi]
+// (`points` of them), made monotone (pool adjacent violators, in the
+// direction the two ends give), the crossing interpolated in log knob and
+// rounded, then measured there once more (`reached`). The grid pools the
+// noise of every probe where bisection would follow a single noisy sign.
+// Throws as solve_operating_point does when the target lies outside what the
+// grid reaches; a reached value outside tolerance is the machine's noise and
+// is recorded, not an error.
+SolvedPoint solve_on_grid(const OperatingPoint& op, const std::function<double(double)>& measure, int points = 8);
 
 }  // namespace zl

@@ -71,12 +71,14 @@ def settings(path, index=None):
     labels = {}
     for variant, runs in index.groupby("variant"):
         cfg = configs.loc[configs.index.intersection(runs["run_id"])]
-        # A knob solved for an operating point differs by seed as an outcome, not a setting.
-        target, knob = f"calibrate.{variant}.target", f"calibrate.{variant}.knob"
+        # A knob solved for an operating point differs by seed as an outcome, not a setting:
+        # the variant's own target's, or (oet decoding sfcl's solved width) its family's.
         solved = set()
-        if target in cfg and knob in cfg:
-            calibrated = pd.to_numeric(cfg[target], errors="coerce").fillna(0) != 0
-            solved = set(cfg.loc[calibrated, knob])
+        for target in [k for k in cfg.columns if k.startswith("calibrate.") and k.endswith(".target")]:
+            knob = target[: -len("target")] + "knob"
+            if knob in cfg:
+                calibrated = pd.to_numeric(cfg[target], errors="coerce").fillna(0) != 0
+                solved |= set(cfg.loc[calibrated, knob])
         varying = [k for k in cfg.columns if k != "seed" and not k.startswith("output.") and k not in solved
                    and cfg[k].nunique(dropna=False) > 1]
         for rid in runs["run_id"]:

@@ -626,11 +626,15 @@ std::map<std::string, std::string> setting_labels(const std::vector<ClaimRun>& r
     for (const ClaimRun* r : members) {
       for (const auto& kv : r->config) keys.insert(kv.first);
       // A knob solved for an operating point (sim/operating_point.h) differs by
-      // seed as an outcome, not a setting: the target names the setting.
-      auto target = r->config.find("calibrate." + variant + ".target");
-      auto knob = r->config.find("calibrate." + variant + ".knob");
-      if (target != r->config.end() && knob != r->config.end() && std::atof(target->second.c_str()) != 0)
-        solved.insert(knob->second);
+      // seed as an outcome, not a setting: the target names the setting. The
+      // target is the variant's own or, for a knob that shapes training, that
+      // of the family it trains as (oet decodes sfcl's solved width).
+      for (const std::string& owner : {variant, trained_family(variant)}) {
+        auto target = r->config.find("calibrate." + owner + ".target");
+        auto knob = r->config.find("calibrate." + owner + ".knob");
+        if (target != r->config.end() && knob != r->config.end() && std::atof(target->second.c_str()) != 0)
+          solved.insert(knob->second);
+      }
     }
     for (const std::string& k : keys) {
       if (k == "seed" || k == "variant" || k.rfind("output.", 0) == 0 || solved.count(k)) continue;
@@ -956,6 +960,11 @@ std::string format_plan(const std::vector<ClaimResult>& results, const std::stri
                 "observed mean and spread were the truth), not a promise.\n",
                 100 * power);
   out << line;
+  // Issue 29 item 7: a per-fact row has many units per seed, but the t
+  // interval above is over seeds, so only the spread it plans with shrinks.
+  out << "the unit is the seed on every row: a per-fact row (ID/per-fact) pools a run's judged statements,\n"
+         "which lowers the sampling noise in each seed's value (not the spread training adds between seeds);\n"
+         "its interval still counts seeds.\n";
   if (most == 0) {
     out << "every row needs more than " << kPlanCap
         << " seeds: decide them with a larger effect (a bigger model, longer training), not more seeds\n";

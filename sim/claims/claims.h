@@ -145,7 +145,9 @@ void apply_holm(std::vector<ClaimResult>& results, double level);
 Table claim_seeds_table(const std::vector<ClaimResult>& results);
 
 // What would decide the inconclusive rows: per row the seeds needed, then the
-// overrides that run them (`study` is the study file to name).
+// overrides that run them (`study` is the study file to name). It says that
+// the seed is every row's unit, per-fact rows (many judged statements per
+// seed) included.
 std::string format_plan(const std::vector<ClaimResult>& results, const std::string& study, double power);
 
 // The /claims table written into the results file: one row per claim.

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <map>
 
+#include "sim/config.h"
+
 namespace zl {
 namespace {
 
@@ -25,14 +27,19 @@ std::string describe_operating_points(const std::vector<const ClaimRun*>& runs) 
   // One entry per (variant, metric, target, knob), with the knobs its runs solved.
   std::map<std::string, std::vector<double>> solved;
   for (const ClaimRun* r : runs) {
-    const std::string v = config_value(*r, "variant"), p = "calibrate." + v + ".";
-    const std::string target = config_value(*r, p + "target");
-    if (target.empty() || std::atof(target.c_str()) == 0) continue;
-    const std::string what = v + " " + config_value(*r, p + "metric") + " = " + num(std::atof(target.c_str())) +
-                             " by " + config_value(*r, p + "knob");
-    auto it = r->metrics.find("calibrated_knob_value");
-    auto& knobs = solved[what];
-    if (it != r->metrics.end() && std::isfinite(it->second)) knobs.push_back(it->second);
+    // The run's own target, or that of the family its checkpoint trains as
+    // (oet decodes the width sfcl's target solved).
+    const std::string variant = config_value(*r, "variant");
+    for (const std::string& v : {variant, trained_family(variant)}) {
+      const std::string p = "calibrate." + v + ".", target = config_value(*r, p + "target");
+      if (target.empty() || std::atof(target.c_str()) == 0) continue;
+      const std::string what = v + " " + config_value(*r, p + "metric") + " = " + num(std::atof(target.c_str())) +
+                               " by " + config_value(*r, p + "knob");
+      auto it = r->metrics.find("calibrated_knob_value");
+      auto& knobs = solved[what];
+      if (it != r->metrics.end() && std::isfinite(it->second)) knobs.push_back(it->second);
+      break;
+    }
   }
   std::string out;
   for (const auto& [what, knobs] : solved) {

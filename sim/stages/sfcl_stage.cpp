@@ -113,17 +113,23 @@ void SfclStage::finish(const StageContext& ctx, const Prompts& prompts, const De
   const double total = m["flops_per_token"] - m["flops_correction"] + module_flops;
   m["flops_share_correction"] = module_flops / total;
 
-  // Best of 3 paired replays, module and skipped, on the step the decode used.
-  const CorrectionMode modes[2] = {CorrectionMode::Module, CorrectionMode::Identity};
-  auto ms = best_replay_step_ms(3, [&] {
-    return replay_step_ms(ctx.model, prompts.tokens, quality.continuations, ctx.cfg.decode.batch,
-                          ctx.cfg.decode.max_new_tokens, quality.fast_step, 2,
-                          [&](int k, DecodeStep*) { ctx.model->set_correction_mode(modes[k]); });
-  });
-  const double with = ms[0], without = ms[1];
+  // On the step the decode used.
+  const auto [with, without] = correction_step_ms(ctx.model, prompts.tokens, quality.continuations, ctx.cfg.decode.batch,
+                                                  ctx.cfg.decode.max_new_tokens, quality.fast_step);
   m["sfcl_step_ms_module"] = with;
   m["sfcl_step_ms_identity"] = without;
   m["time_share_correction"] = 1.0 - without / with;
+}
+
+std::pair<double, double> correction_step_ms(Transformer& model, const std::vector<std::vector<int32_t>>& prompts,
+                                             const std::vector<std::vector<int32_t>>& continuations, int64_t batch,
+                                             int64_t max_new_tokens, bool fast_step) {
+  const CorrectionMode modes[2] = {CorrectionMode::Module, CorrectionMode::Identity};
+  auto ms = best_replay_step_ms(3, [&] {
+    return replay_step_ms(model, prompts, continuations, batch, max_new_tokens, fast_step, 2,
+                          [&](int k, DecodeStep*) { model->set_correction_mode(modes[k]); });
+  });
+  return {ms[0], ms[1]};
 }
 
 }  // namespace zl

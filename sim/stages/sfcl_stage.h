@@ -38,6 +38,14 @@ class SfclStage : public VariantStage {
 std::vector<double> correction_deviations(Transformer& model, const torch::Tensor& tokens, int64_t windows,
                                           const torch::Device& device);
 
+// Milliseconds per decode step with the correction module and with it
+// skipped: `continuations` replayed after `prompts`, every step timed both
+// ways back to back, the best of 3 replays (sim/step_replay.h). A step's
+// time follows its shapes, so an untrained model gives the trained one's.
+std::pair<double, double> correction_step_ms(Transformer& model, const std::vector<std::vector<int32_t>>& prompts,
+                                             const std::vector<std::vector<int32_t>>& continuations, int64_t batch,
+                                             int64_t max_new_tokens, bool fast_step);
+
 // Tokens [N] int32 of the held-out documents of `corpus` (encoded with `tok`,
 // eos between documents), only as many documents as give `enough` tokens.
 torch::Tensor held_out_tokens(const RunConfig& cfg, const Tokenizer& tok, const std::string& corpus, int64_t enough);

@@ -19,6 +19,7 @@
 #include "sim/runtime.h"
 #include "sim/serving/serving_run.h"
 #include "sim/stages/variant.h"
+#include "sim/study/training_point.h"
 #include "sim/trainer.h"
 
 namespace zl {
@@ -62,19 +63,7 @@ void settle_operating_point(OpenRun& run, const OperatingPoint& op, RunRecord& r
     return run.stage->operating_metric(*run.ctx, op.metric, prompts);
   });
   set_knob(s.knob);
-  m["calibrated_knob_value"] = s.knob;
-  m["calibrated_reached"] = s.reached;
-  m["calibrated_probes"] = static_cast<double>(s.probes.size());
-  std::vector<double> knob, value;
-  for (const auto& [k, v] : s.probes) {
-    knob.push_back(k);
-    value.push_back(v);
-  }
-  Table t;
-  t.add("knob", knob);
-  t.add("value", value);
-  r.tables["calibration/probes"] = t;
-  r.config_ini = to_ini(run.cfg);  // the config the run decoded with: the solved knob
+  record_solved_point(op, s, run.cfg, r);
   if (run.cfg.output.verbosity > 0)
     std::fprintf(stderr, "operating point: %s = %.4g for %s = %.3g (%.3g reached on %lld calibration prompts, %zu probes)\n",
                  op.knob.c_str(), s.knob, op.metric.c_str(), op.target, s.reached,
@@ -105,14 +94,16 @@ std::unique_ptr<OpenRun> open_run(const RunConfig& cfg, RunRecord& r, bool with_
   // config → data
   run->data = prepare_data(cfg);
   const Dataset& ds = run->data;
-  ModelConfig mc = model_config(cfg, ds.tokenizer->vocab_size());
+  // A knob that shapes the model (sfcl's width) is solved before it trains.
+  settle_training_point(run->cfg, ds, r);
+  ModelConfig mc = model_config(run->cfg, ds.tokenizer->vocab_size());
 
   // data → model → trainer
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
   run->stage = make_variant_stage(cfg);  // an unknown variant fails before training
   run->model = make_model(cfg.variant, mc);
   if (with_judge && cfg.judge.enabled) check_judge_size(cfg, mc.vocab, run->model->parameter_count());
-  TrainOutcome trained = train_model(cfg, run->model, ds, device);
+  TrainOutcome trained = train_model(run->cfg, run->model, ds, device);
   for (const auto& [name, curve] : trained.state.curves) r.curves[name] = curve;
 
   auto& m = r.metrics;
@@ -175,24 +166,29 @@ RunRecord execute_run(const RunConfig& cfg) {
   m["kv_bytes_per_token"] = quality.kv_bytes_per_token;
   if (quality.kv_bytes_peak > 0) m["kv_bytes_peak"] = static_cast<double>(quality.kv_bytes_peak);
 
-  // decoder → metrics: the checker judges each continuation (contracts only).
+  // decoder → metrics: the checker judges each continuation (contracts only),
+  // and counts the statements it judged: per fact, a run's prompts give many
+  // units of quality, not one per continuation (issue 29 item 7).
   Table items;
-  std::vector<int64_t> item_id, violations, gen_tokens;
+  std::vector<int64_t> item_id, violations, judged_facts, gen_tokens;
   std::vector<std::string> kinds, prompt_text, continuation;
-  int64_t violating = 0;
+  int64_t violating = 0, violations_total = 0, judged_total = 0;
   for (size_t i = 0; i < prompts.text.size(); ++i) {
     std::string text = ds.tokenizer->decode(quality.continuations[i]);
     std::string kind_list;
-    int64_t count = 0;
+    int64_t count = 0, judged = 0;
     if (prompts.judged) {
-      for (const auto& v : check_contract(prompts.text[i], text)) {
-        kind_list += (kind_list.empty() ? "" : ",") + v.kind;
-        ++count;
-      }
+      const ContractCheck check = check_contract_detailed(prompts.text[i], text);
+      for (const auto& v : check.violations) kind_list += (kind_list.empty() ? "" : ",") + v.kind;
+      count = static_cast<int64_t>(check.violations.size());
+      judged = check.judged;
       violating += count > 0;
+      violations_total += count;
+      judged_total += judged;
     }
     item_id.push_back(static_cast<int64_t>(i));
     violations.push_back(count);
+    judged_facts.push_back(judged);
     gen_tokens.push_back(static_cast<int64_t>(quality.continuations[i].size()));
     kinds.push_back(kind_list);
     prompt_text.push_back(prompts.text[i]);
@@ -214,6 +210,7 @@ RunRecord execute_run(const RunConfig& cfg) {
   }
   items.add("item", item_id);
   items.add("violations", violations);
+  items.add("judged_facts", judged_facts);
   items.add("judge_nll", item_nll);
   items.add("violation_kinds", kinds);
   items.add("tokens", gen_tokens);
@@ -221,6 +218,11 @@ RunRecord execute_run(const RunConfig& cfg) {
   items.add("continuation", continuation);
   r.tables["eval/items"] = items;
   m["violation_rate"] = prompts.judged ? static_cast<double>(violating) / prompts.text.size() : std::nan("");
+  // Pooled over the run's items (a ratio of sums, so a long continuation
+  // weighs by its statements); the seed stays the unit of the claims' interval.
+  m["facts_judged"] = prompts.judged ? static_cast<double>(judged_total) : std::nan("");
+  m["violation_rate_per_fact"] =
+      judged_total > 0 ? static_cast<double>(violations_total) / static_cast<double>(judged_total) : std::nan("");
   m["repetition_rate"] = repetition_rate(quality.continuations);
   m["distinct_2"] = distinct_n(quality.continuations, 2);
 

@@ -482,6 +482,43 @@ TEST(Claims, ByConstructionRowsStandApartOutsideTheHolmFamily) {
             (std::vector<std::string>{"", "the penalty enforces it"}));
 }
 
+// Issue 29 item 7: S002-quality read per judged fact stands beside it as its
+// own row, on the same runs, comparison and region, and is planned like any
+// claim; the plan says the seed stays the unit.
+TEST(Claims, PerFactReadingOfS002QualityIsItsOwnPlannedRow) {
+  const auto specs = zl::load_registry(registry_path());
+  auto find = [&](const std::string& id) {
+    auto it = std::find_if(specs.begin(), specs.end(), [&](const ClaimSpec& s) { return s.id == id; });
+    EXPECT_NE(it, specs.end()) << id;
+    return it == specs.end() ? ClaimSpec{} : *it;
+  };
+  const ClaimSpec quality = find("S002-quality"), per_fact = find("S002-quality/per-fact");
+  EXPECT_EQ(per_fact.metric, "violation_rate_per_fact");
+  EXPECT_EQ(per_fact.comparison, quality.comparison);
+  EXPECT_EQ(per_fact.treatment, quality.treatment);
+  EXPECT_EQ(per_fact.control, quality.control);
+  EXPECT_EQ(per_fact.region_lo, quality.region_lo);
+  EXPECT_EQ(per_fact.region_hi, quality.region_hi);
+  EXPECT_TRUE(per_fact.untestable.empty() && per_fact.by_construction.empty() && per_fact.known_method.empty());
+  // Relative changes 0, -0.1, +0.12 straddle the bound 0.05: inconclusive, so planned.
+  ClaimsInput in;
+  const double change[] = {0, -0.1, 0.12};
+  for (int s = 1; s <= 3; ++s) {
+    in.runs.push_back(run("f" + std::to_string(s), per_fact.treatment, s,
+                          {{"violation_rate_per_fact", 0.5 * (1 + change[s - 1])}}));
+    in.runs.push_back(run("v" + std::to_string(s), per_fact.control, s, {{"violation_rate_per_fact", 0.5}}));
+  }
+  const std::vector<ClaimSpec> only{per_fact};
+  const auto rows = zl::evaluate_claims(only, in);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].seeds, 3) << rows[0].note;
+  EXPECT_EQ(rows[0].verdict, "inconclusive") << rows[0].note;
+  EXPECT_GT(rows[0].seeds_needed, 3);
+  const std::string plan = zl::format_plan(rows, "ablations/claims.ini", 0.8);
+  EXPECT_NE(plan.find("S002-quality/per-fact"), std::string::npos) << plan;
+  EXPECT_NE(plan.find("the unit is the seed"), std::string::npos) << plan;
+}
+
 TEST(Claims, EachRowSaysTheOperatingPointOfTheRunsItCompares) {
   ClaimsInput in;
   const double knob[] = {0.41, 0.47, 0.44};
@@ -679,6 +716,11 @@ TEST(Claims, SettingLabelsNameTheKeysThatVaryWithinAVariant) {
   EXPECT_EQ(solved["e"], "sfvl calibrate.sfvl.target=0.18");
   EXPECT_EQ(solved["f"], solved["e"]);
   EXPECT_EQ(solved["g"], "sfvl calibrate.sfvl.target=0.3");
+  // oet decodes the width sfcl's target solved: its seeds' widths are one setting too.
+  const std::string width = "variant=oet calibrate.sfcl.knob=sfcl.hidden calibrate.sfcl.target=0.117 sfcl.hidden=";
+  auto oet = zl::setting_labels({run("h", width + "120", 1, {}), run("i", width + "150", 2, {})});
+  EXPECT_EQ(oet["h"], "oet");
+  EXPECT_EQ(oet["i"], "oet");
 }
 
 TEST(Claims, ConfigIniParsesTopLevelAndSections) {

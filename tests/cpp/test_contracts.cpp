@@ -330,20 +330,96 @@ TEST(Contracts, StopsAtEndOfContract) {
   EXPECT_TRUE(check_contract(kPrompt, next).empty());
 }
 
+// 200 characters drawn from `alphabet` by a linear congruential generator.
+std::string junk_text(const std::string& alphabet, uint64_t* state) {
+  std::string junk;
+  for (int k = 0; k < 200; ++k) {
+    *state = *state * 6364136223846793005ull + 1442695040888963407ull;
+    junk += alphabet[(*state >> 33) % alphabet.size()];
+  }
+  return junk;
+}
+
 // Garbage is not reported (no "malformed" kind) and never throws.
 TEST(Contracts, GarbageIsIgnoredWithoutCrashing) {
   EXPECT_TRUE(check_contract(kPrompt, "3. zq xx 99 )( $ , as the .\n\n..\n17. 2024-99-99 units.\n").empty());
   uint64_t state = 1;
   const std::string alphabet = "ab Z.,()$-\n0123456789 if then otherwise clause Corp Seller units days \xff";
   for (int i = 0; i < 2000; ++i) {
-    std::string junk;
-    for (int k = 0; k < 200; ++k) {
-      state = state * 6364136223846793005ull + 1442695040888963407ull;
-      junk += alphabet[(state >> 33) % alphabet.size()];
-    }
+    const std::string junk = junk_text(alphabet, &state);
     EXPECT_NO_THROW(check_contract(kPrompt, junk));
     EXPECT_NO_THROW(check_contract(junk, junk));
   }
+}
+
+// ---- judged statements: the per-fact rate's denominator (issue 29 item 7) ---
+
+// Clause 3 states three things the checker judges (a restated amount, broken;
+// a clause reference; a declared party), clause 4 two (an undeclared role, a
+// missing clause), both broken: 3 violations in 5 judged statements.
+TEST(Contracts, CheckerCountsJudgedStatementsBesideViolations) {
+  const std::string cont =
+      "3. Payment of $13,400 under clause 2 is due to Acme Corp.\n"
+      "4. The Agent shall comply with clause 9.\n";
+  const ContractCheck c = check_contract_detailed(kPrompt, cont);
+  EXPECT_EQ(c.judged, 5);
+  ASSERT_EQ(c.violations.size(), 3u) << violations_text(c.violations);
+  EXPECT_DOUBLE_EQ(static_cast<double>(c.violations.size()) / c.judged, 0.6);
+  EXPECT_EQ(violations_text(c.violations), violations_text(check_contract(kPrompt, cont)));
+}
+
+// A first statement binds later ones but has nothing to contradict: only the
+// restatement is judged ($600 against $500), beside clause 3 and the Buyer.
+TEST(Contracts, CheckerJudgesRestatementsNotFirstStatements) {
+  const std::string first = "3. Late delivery incurs a penalty of $500.\n";
+  EXPECT_EQ(check_contract_detailed(kPrompt, first).judged, 0);
+  const ContractCheck c =
+      check_contract_detailed(kPrompt, first + "4. The penalty of $600 under clause 3 is owed to the Buyer.\n");
+  EXPECT_EQ(c.judged, 3);
+  EXPECT_EQ(c.violations.size(), 1u) << violations_text(c.violations);
+}
+
+// A conditional is one statement however nested; its roles are two more.
+TEST(Contracts, CheckerJudgesAConditionalSentenceOnce) {
+  const ContractCheck nested = check_contract_detailed(
+      kPrompt,
+      "3. If delivery is late then if the goods are damaged then the Buyer may withhold payment, otherwise the "
+      "Seller shall replace the goods.\n");
+  EXPECT_EQ(nested.judged, 3);
+  EXPECT_TRUE(nested.violations.empty()) << violations_text(nested.violations);
+  const ContractCheck open = check_contract_detailed(kPrompt, "3. If delivery is late the Buyer may withhold payment.\n");
+  EXPECT_EQ(open.judged, 2);
+  EXPECT_EQ(open.violations.size(), 1u) << violations_text(open.violations);
+}
+
+// Only what the continuation wrote counts, as for violations: not the
+// prompt's sentences, but a value the continuation finished; not a fragment
+// cut by the token limit.
+TEST(Contracts, CheckerCountsOnlyTheContinuationsStatements) {
+  const std::string restated = "4. Delivery under clause 1 is due on 2024-03-12.\n";
+  EXPECT_EQ(check_contract_detailed(kPrompt + "3. The Buyer shall comply with clause 99.\n", restated).judged, 2);
+  const ContractCheck finished = check_contract_detailed(kPrompt + "3. Payment of $12,", "400 under clause 2 is due.\n");
+  EXPECT_EQ(finished.judged, 2);
+  EXPECT_TRUE(finished.violations.empty()) << violations_text(finished.violations);
+  EXPECT_EQ(check_contract_detailed(kPrompt, "3. Payment of $13,4").judged, 0);
+  EXPECT_EQ(check_contract_detailed(kPrompt, "END OF AGREEMENT\n3. The Agent shall comply with clause 9.\n").judged,
+            0);
+}
+
+// Garbage states nothing; any text judges at least as many statements as it
+// breaks, so a per-fact rate lies in [0, 1].
+TEST(Contracts, CheckerJudgesNothingInGarbageAndNeverMoreViolationsThanStatements) {
+  EXPECT_EQ(check_contract_detailed(kPrompt, "3. zq xx 99 )( $ , as the .\n\n..\n17. 2024-99-99 units.\n").judged, 0);
+  uint64_t state = 7;
+  const std::string alphabet = "ab Z.,()$-\n0123456789 if then otherwise clause Corp Acme Seller Agent units days";
+  int judged = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const std::string junk = junk_text(alphabet, &state);
+    const ContractCheck c = check_contract_detailed(kPrompt, junk);
+    ASSERT_LE(static_cast<int>(c.violations.size()), c.judged) << junk;
+    judged += c.judged;
+  }
+  EXPECT_GT(judged, 0);  // the junk does hit judged words, so the bound was tested
 }
 
 // ---- prompts -----------------------------------------------------------------
@@ -397,6 +473,20 @@ TEST(Contracts, ChecksOneThousandTrueContinuationsClean) {
   size_t flagged = 0;
   for (const ContractPrompt& p : prompts) flagged += check_contract(p.prompt, p.reference).size();
   EXPECT_EQ(flagged, 0u);
+}
+
+// The point of counting per fact: the true continuations of a run's prompts
+// hold more judged statements than there are continuations (more units).
+TEST(Contracts, TrueContinuationsHoldMoreJudgedStatementsThanContinuations) {
+  const auto prompts = make_contract_prompts(generate_contracts(with_documents(200), 3), 200, 400, 1);
+  ASSERT_EQ(prompts.size(), 200u);
+  int judged = 0;
+  for (const ContractPrompt& p : prompts) {
+    const ContractCheck c = check_contract_detailed(p.prompt, p.reference);
+    EXPECT_TRUE(c.violations.empty()) << violations_text(c.violations);
+    judged += c.judged;
+  }
+  EXPECT_GT(judged, 2 * 200);
 }
 
 }  // namespace

@@ -93,7 +93,8 @@ def ladder_results():
 @pytest.fixture(scope="session")
 def sensitivity_results():
     """ablations/sensitivity.ini in miniature (issue 29 §2): the smoke study's baseline and sfvl solved
-    for first-check trigger rates 0.1 and 0.3 on short text, 2 seeds, judged by `zerolayer claims
+    for first-check trigger rates 0.1 and 0.3 on short text, and sfcl's width solved for a time share
+    of 0.15 before training (oet decoding that checkpoint), 2 seeds, judged by `zerolayer claims
     --sensitivity` (so /claims_sensitivity is written)."""
     base = os.environ.get("ZL_TEST_TMP", tempfile.gettempdir())
     os.makedirs(base, exist_ok=True)
@@ -102,7 +103,9 @@ def sensitivity_results():
     with open(study, "w") as f:
         f.write(f"[study]\nbase = {ROOT}/ablations/smoke.ini\nname = sensitivity\n[output]\ndir = {out}\n"
                 "[calibrate]\nprompts = 16\n"
-                "[zip.arm]\nvariant = baseline, sfvl, sfvl\ncalibrate.sfvl.target = 0.1, 0.1, 0.3\n")
+                "[calibrate.sfcl]\ntarget = 0.15\nrange = 4, 1024\n"
+                "[zip.arm]\nvariant = baseline, sfvl, sfvl, sfcl, oet\n"
+                "calibrate.sfvl.target = 0.1, 0.1, 0.3, 0, 0\n")
     for args in (["ablate", study], ["claims", os.path.join(out, "results.h5"), "--sensitivity"]):
         proc = subprocess.run([zerolayer_bin(), *args], capture_output=True, text=True, timeout=600, cwd=ROOT)
         assert proc.returncode == 0, proc.stderr

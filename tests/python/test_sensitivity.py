@@ -75,3 +75,27 @@ def test_a_solved_threshold_does_not_split_a_setting(sensitivity_results):
     labels = settings(sensitivity_results, index)
     sfvl = index[index["variant"] == "sfvl"]
     assert sorted(set(labels[sfvl["run_id"]])) == ["sfvl calibrate.sfvl.target=0.1", "sfvl calibrate.sfvl.target=0.3"]
+
+
+def test_sfcl_and_oet_decode_the_width_solved_before_training(sensitivity_results):
+    """sfcl.hidden solved for a time share on untrained models (issue 29 §1), once per seed, beside the
+    checkpoint that oet decodes too: both runs of a seed hold the same width, target and probes."""
+    from zerolayer import settings
+    index = load_index(sensitivity_results)
+    family = index[index["variant"].isin(["sfcl", "oet"])]
+    assert len(family) == 4 and (family["status"] == "complete").all()
+    assert (family["calibrated_target"] == 0.15).all()
+    by_seed = family.pivot(index="seed", columns="variant", values="calibrated_knob_value")
+    assert (by_seed["sfcl"] == by_seed["oet"]).all(), by_seed
+    assert ((by_seed >= 4) & (by_seed <= 1024)).all().all()
+    for rid, width in zip(family["run_id"], family["calibrated_knob_value"]):
+        assert len(load_table(sensitivity_results, rid, "calibration/probes")) >= 9  # the grid, then the solution
+        with h5py.File(sensitivity_results, "r") as f:
+            config = f[f"runs/{rid}"].attrs["config"]
+            config = config.decode() if isinstance(config, bytes) else config
+        assert f"hidden = {width:.10g}" in config
+    # One checkpoint per seed: oet trained nothing of its own.
+    assert family.groupby("seed")["train_id"].nunique().eq(1).all()
+    # The solved width is an outcome: the seeds are one setting per variant.
+    labels = settings(sensitivity_results, index)
+    assert sorted(set(labels[family["run_id"]])) == ["oet", "sfcl"]

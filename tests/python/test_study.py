@@ -40,6 +40,23 @@ def test_smoke_study_produces_every_headline_metric(smoke_results):
         assert len(run["eval/items"]) == 8
 
 
+def test_violations_per_judged_fact_agree_with_the_items(smoke_results):
+    """Issue 29 item 7: each item says how many statements the checker judged;
+    the run's facts_judged is their sum and violation_rate_per_fact the
+    violations over it (NaN when nothing was judged)."""
+    df = index_of(smoke_results)
+    with h5py.File(smoke_results, "r") as f:
+        for _, row in df.iterrows():
+            items = f["runs"][row["run_id"]]["eval/items"][:]
+            judged, broken = int(items["judged_facts"].sum()), int(items["violations"].sum())
+            assert (items["judged_facts"] >= 0).all() and (items["violations"] <= items["judged_facts"]).all()
+            assert row["facts_judged"] == judged, row["run_id"]
+            if judged == 0:
+                assert np.isnan(row["violation_rate_per_fact"]), row["run_id"]
+            else:
+                np.testing.assert_allclose(row["violation_rate_per_fact"], broken / judged, rtol=1e-12)
+
+
 def test_rerun_skips_complete_runs(zl, smoke_results):
     out = os.path.dirname(smoke_results)
     t0 = time.time()

@@ -1,0 +1,29 @@
+// The operating point of a knob that shapes training (sim/operating_point.h):
+// sfcl's width, solved for seed 000 §2.1's 11.7% time share before the model
+// trains. A step's time follows its shapes, not its weights, so the metric is
+// measured on untrained models of each width. The solution is written beside
+// the checkpoint (operating_point.ini) under the checkpoint's lock: every run
+// that decodes the checkpoint (sfcl's, oet's, a paired-timing reopen) reads
+// the width it was trained at, and a second search never happens.
+#pragma once
+#include "sim/config.h"
+#include "sim/data.h"
+#include "sim/operating_point.h"
+#include "sim/results.h"
+
+namespace zl {
+
+// Sets `cfg`'s knob if the run has a training target
+// (training_operating_point), from the checkpoint's operating_point.ini or,
+// when there is none yet, by solving it (solve_on_grid) and writing it there.
+// `r` gets calibrated_target, calibrated_knob_value, calibrated_reached,
+// calibrated_probes, the table calibration/probes and the config with the
+// solved knob. Returns whether the run had a training target.
+bool settle_training_point(RunConfig& cfg, const Dataset& data, RunRecord& r);
+
+// What a run records of its solved operating point (either kind): the
+// target, the knob, the value reached where it was solved, the probes
+// (calibration/probes), and `cfg` (with the knob set) as its config.
+void record_solved_point(const OperatingPoint& op, const SolvedPoint& s, const RunConfig& cfg, RunRecord& r);
+
+}  // namespace zl
