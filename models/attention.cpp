@@ -224,6 +224,14 @@ torch::Tensor AttentionImpl::forward_fused(const torch::Tensor& q, const torch::
   } else {
     L = ctx.span;
     auto rows = torch::arange(B, ctx.positions.options()).unsqueeze(1).expand({B, T});  // [B,T]
+    if (mass_importance) {
+      // Column sums to the queries before this call's first, while the cache
+      // still holds the keys a rolled-back query saw (LayerCache::sync_mass);
+      // then this call's queries, for a later rollback to recompute.
+      auto first = ctx.positions.select(1, 0).to(torch::kCPU).contiguous();  // [B]
+      for (int64_t b = 0; b < B; ++b) cache->sync_mass(b, first.data_ptr<int64_t>()[b]);
+      cache->queries.index_put_({rows, Slice(), ctx.positions}, q.detach().transpose(1, 2).to(torch::kFloat));  // [B,T,H,D]
+    }
     cache->k.index_put_({rows, Slice(), ctx.positions}, k.transpose(1, 2).to(cache->k.dtype()));  // [B,T,H,D]
     cache->v.index_put_({rows, Slice(), ctx.positions}, z.transpose(1, 2).to(cache->v.dtype()));  // [B,T,H,r]
     keys = cache->k.narrow(2, 0, L).to(q.dtype());
@@ -249,12 +257,12 @@ torch::Tensor AttentionImpl::forward_fused(const torch::Tensor& q, const torch::
         auto a = torch::softmax(raw.detach().to(torch::kFloat), -1);  // [B,H,T,L]
         auto running = a.cumsum(2);                                     // [B,H,T,L]
         if (cache) {
-          // Row p0 - 1 of the cache: the sums up to the query before this call's first.
-          auto p0 = ctx.positions.select(1, 0);  // [B]
-          auto mass = cache->mass.narrow(3, 0, L);
-          auto prev = mass.gather(2, (p0 - 1).clamp_min(0).view({B, 1, 1, 1}).expand({B, H, 1, L}));  // [B,H,1,L]
-          running.add_(prev * (p0 > 0).view({B, 1, 1, 1}).to(prev.dtype()));
-          mass.scatter_(2, ctx.positions.view({B, 1, T, 1}).expand({B, H, T, L}), running);
+          // Plus the cache's sums over the queries before this call's first
+          // (synced above); all T rows of this call are then summed.
+          auto mass = cache->mass.narrow(2, 0, L);  // [B,H,L]
+          running.add_(mass.unsqueeze(2));
+          mass.copy_(running.select(2, T - 1));
+          cache->mass_rows.add_(T);
         }
         // With I = excl / d (models/key_weighting.h), d (1 - I) = d - excl, so
         // log w = alpha (excl - d): no division, and exact at d = 0 (excl = 0 there).

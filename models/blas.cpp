@@ -319,15 +319,23 @@ ZL_CLONES void weigh_keys(const float* __restrict raw, const float* __restrict e
 ZL_CLONES int64_t top_k(const float* __restrict x, int64_t n, int64_t k, int64_t* __restrict top) {
   if (k <= 0) return 0;
   int64_t held = 0;
+  float least = 0;  // x[top[k − 1]] once k are held, kept in a register
   auto offer = [&](int64_t j) {
-    if (held == k && !(x[j] > x[top[k - 1]])) return;
+    if (held == k && !(x[j] > least)) return;
     int64_t at = held < k ? held++ : k - 1;
     for (; at > 0 && x[j] > x[top[at - 1]]; --at) top[at] = top[at - 1];
     top[at] = j;
+    if (held == k) least = x[top[k - 1]];
   };
   const int64_t chunks = n / 16;
-  if (chunks <= k || k > 16) {
-    for (int64_t j = 0; j < n; ++j) offer(j);
+  if (chunks <= k || k > 16 || n < 256) {
+    // Few values (the gate's top keys of a head, some 80): the bound below
+    // costs more than it saves; a chunk whose lanes all fall below the k-th
+    // largest held so far is passed over in one test instead.
+    for (int64_t c = 0; c < chunks; ++c)
+      if (held < k || any_at_least(load16(x + 16 * c), least))
+        for (int64_t j = 16 * c; j < 16 * c + 16; ++j) offer(j);
+    for (int64_t j = 16 * chunks; j < n; ++j) offer(j);
     return held;
   }
   // Each lane's maximum over the chunks of sixteen is a distinct value, so

@@ -323,6 +323,8 @@ void DecodeStep::through_layers(const Row* rows, int64_t M, KVCache& cache, floa
   const bool token_imp = fused_.key_weighting_on() && fused_.importance != FusedOptions::Importance::AttnMass &&
                          skipped_ != Part::KeyWeighting;
   const bool distill = skipped_ != Part::ValueDistillation;
+  const bool mass_sums = fused_.key_weighting_on() && fused_.importance == FusedOptions::Importance::AttnMass &&
+                         skipped_ != Part::KeyWeighting;
   const int64_t G = fused_.gate && skipped_ != Part::Gate ? H * fused_.gate_keys : 0, Wv = value_width_;
   const int64_t Ga = layers_.empty() ? 0 : layers_[0].attn_gate_width;  // gated_attn's gates per row
   auto fopt = torch::TensorOptions().dtype(torch::kFloat);
@@ -364,6 +366,12 @@ void DecodeStep::through_layers(const Row* rows, int64_t M, KVCache& cache, floa
     }
     for (int64_t m = 0; m < M; ++m) layer_norm(x + m * C, L.ln1_w, L.ln1_b, h + m * C, C, eps_);
     product(M, 3 * C, C, h, L.qkv, qkv, alone);  // [M,3C]: q | k | v, head-major inside each
+    // attn_mass: each sequence's column sums to its first row, before its
+    // keys are overwritten (a rolled-back query's row is recomputed from the
+    // keys it saw: LayerCache::sync_mass); its queries kept for a later one.
+    float* qc = mass_sums ? cache.layers[l].queries.data_ptr<float>() : nullptr;  // [B,H,cap,D]
+    for (int64_t m = 0; m < M && qc; ++m)
+      if (m == 0 || rows[m].sequence != rows[m - 1].sequence) cache.layers[l].sync_mass(rows[m].sequence, rows[m].position);
     // Every row's key and value first: a prefill row reads those of the
     // earlier rows of its sequence. With value distillation the cache holds
     // z = P v, r values per head. (An evicting cache writes each row as it
@@ -373,6 +381,7 @@ void DecodeStep::through_layers(const Row* rows, int64_t M, KVCache& cache, floa
         const float* q = qkv + m * 3 * C + hd * D;
         const int64_t slot = (rows[m].sequence * H + hd) * cap + rows[m].position;
         std::copy(q + C, q + C + D, kc + slot * D);
+        if (qc) std::copy(q, q + D, qc + slot * D);
         if (!L.value_p) {
           std::copy(q + 2 * C, q + 2 * C + D, vc + slot * D);
           continue;

@@ -16,24 +16,17 @@ namespace {
 
 // Per member: a row beside another member's writes slowed both (models/blas.h).
 struct Scratch {
-  std::vector<float> raw, scores, mass_row, y;
+  std::vector<float> raw, scores, y;
   std::vector<int64_t> top;
   void fit(int64_t n, int64_t r, int64_t keys) {
     top.resize(keys);
     raw.resize(n);
     scores.resize(n);
-    mass_row.resize(n);
     y.resize(r);
   }
 };
 
 float squash(float n) { return n / (1.0f + n); }
-
-// log σ(o), floored at the gate's floor (LogitsGateImpl::log_factors), stably on both sides.
-float log_factor(float o) {
-  const float ls = o >= 0 ? -std::log1p(std::exp(-o)) : o - std::log1p(std::exp(o));
-  return std::max(ls, static_cast<float>(std::log(LogitsGateImpl::kFloor)));
-}
 
 }  // namespace
 
@@ -50,13 +43,15 @@ void DecodeStep::attend_fused(size_t l, const Row* rows, int64_t M, const float*
   LayerCache& lc = cache.layers[l];
   const float* kc = lc.k.data_ptr<float>();
   const float* vc = lc.v.data_ptr<float>();
-  float* mass = mass_importance ? lc.mass.data_ptr<float>() : nullptr;              // [B,H,cap,cap]
+  float* mass = mass_importance ? lc.mass.data_ptr<float>() : nullptr;              // [B,H,cap]
   const float* imp = weigh && !mass_importance ? lc.importance.data_ptr<float>() : nullptr;  // [B,cap]
   const float* P = layers_[l].value_p;                                              // [r,D] or none
   const bool distill = skipped_ != Part::ValueDistillation;
 
-  // Runs of rows of one sequence: a row's running column sums (attn_mass)
-  // start from the previous row's, so each run goes in order, head by head.
+  // Runs of rows of one sequence: a row's exclusive mass (attn_mass) is the
+  // column sums after the rows before it, so each run goes in order, head by
+  // head (the sums were brought to the run's first row before the keys were
+  // written: through_layers).
   std::vector<int64_t> runs{0};
   for (int64_t m = 1; m < M; ++m)
     if (rows[m].sequence != rows[m - 1].sequence) runs.push_back(m);
@@ -72,24 +67,25 @@ void DecodeStep::attend_fused(size_t l, const Row* rows, int64_t M, const float*
         const int64_t head = (b * H + hd) * cap;
         const float* q = qkv + m * 3 * C + hd * D;
         sc.fit(n, Wv, keys);
-        float *raw = sc.raw.data(), *s = sc.scores.data();
-        scaled_scores(q, kc + head * D, n, D, scale, raw);  // q·k / sqrt(D)
-        std::copy(raw, raw + n, s);
+        float* s = sc.scores.data();
         if (weigh) {
+          // The raw scores q·k / sqrt(D) apart, weighed into s; nothing
+          // reads them after (the gate's cosines take q·k afresh).
+          float* raw = sc.raw.data();
+          scaled_scores(q, kc + head * D, n, D, scale, raw);
           if (mass_importance) {
-            // The unweighted attention's running column sums: row p = row
-            // p − 1 + this query's attention; log w = alpha (excl − d), excl
-            // being row p − 1 (models/attention.cpp).
-            float* a = sc.mass_row.data();
-            std::copy(raw, raw + n, a);
-            softmax_inplace(a, n);
-            const float* prev = p > 0 ? mass + (head + p - 1) * cap : nullptr;
-            float* row = mass + (head + p) * cap;
-            weigh_keys(raw, prev, nullptr, alpha, p, n, scale_form, s);
-            for (int64_t j = 0; j < n; ++j) row[j] = (prev ? prev[j] : 0.0f) + a[j];
+            // excl = the head's column sums over the queries before p; log w
+            // = alpha (excl − d) (models/attention.cpp). Then this query's
+            // unweighted attention, softmax(raw) in place, joins the sums.
+            float* sums = mass + head;
+            weigh_keys(raw, sums, nullptr, alpha, p, n, scale_form, s);
+            softmax_inplace(raw, n);
+            for (int64_t j = 0; j < n; ++j) sums[j] += raw[j];
           } else {
             weigh_keys(raw, nullptr, imp + b * cap, alpha, p, n, scale_form, s);
           }
+        } else {
+          scaled_scores(q, kc + head * D, n, D, scale, s);
         }
         softmax_inplace(s, n);
         float* out = y + m * C + hd * D;
@@ -103,30 +99,14 @@ void DecodeStep::attend_fused(size_t l, const Row* rows, int64_t M, const float*
         } else {
           weighted_rows(s, vc + head * D, n, D, out);
         }
-        if (!features) continue;
-        // The gate's inputs: cosines of the query with the keys it attends to
-        // most, largest weight first; zeros where fewer keys are visible (or
-        // a weight is 0), as the reference's top-k over masked keys gives.
-        float* fh = features + m * H * keys + hd * keys;
-        const int64_t found = top_k(s, n, keys, sc.top.data());
-        // Norms by the scores' kernel: a scalar sum is a chain of D dependent adds.
-        float qn = 0;
-        scaled_scores(q, q, 1, D, 1.0f, &qn);
-        qn = std::sqrt(qn);
-        for (int64_t t = 0; t < keys; ++t) {
-          const int64_t j = t < found ? sc.top[t] : -1;
-          if (j < 0 || !(s[j] > 0)) {
-            fh[t] = 0;
-            continue;
-          }
-          const float* k = kc + (head + j) * D;
-          float kn = 0;
-          scaled_scores(k, k, 1, D, 1.0f, &kn);
-          fh[t] = (raw[j] / scale) / std::max(qn * std::sqrt(kn), 1e-12f);
-        }
+        // The gate's inputs: cosines of the query with the keys it attends to most.
+        if (features) gate_cosines(q, kc + head * D, s, n, D, keys, sc.top.data(), features + m * H * keys + hd * keys);
       }
     }
   });
+  if (!mass_importance) return;
+  int64_t* counted = lc.mass_rows.data_ptr<int64_t>();  // each run's rows are now in its sums
+  for (int64_t run = 0; run < R; ++run) counted[rows[runs[run]].sequence] = rows[runs[run + 1] - 1].position + 1;
 }
 
 void DecodeStep::token_importance(int64_t M, const float* x, float* importance, bool alone) {
@@ -182,15 +162,14 @@ void DecodeStep::token_importance(int64_t M, const float* x, float* importance, 
 void DecodeStep::gate_logits(int64_t n, const float* features, float* logits, bool alone) {
   const int64_t V = model_->cfg.vocab, F = model_->cfg.heads * fused_.gate_keys, K = fused_.gate_top_k;
   const int64_t k = std::min(K, V);
-  std::vector<float> hidden(n * gate_hidden_), out(n * K);
+  thread_local std::vector<float> hidden, out;  // per member, kept between calls
+  thread_local std::vector<int64_t> top;
+  hidden.resize(n * gate_hidden_);
+  out.resize(n * K);
+  top.resize(k);
   product(n, gate_hidden_, F, features, gate_fc1_, hidden.data(), alone, /*gelu=*/true, gate_fc1_b_);
   product(n, K, gate_hidden_, hidden.data(), gate_fc2_, out.data(), alone, /*gelu=*/false, gate_fc2_b_);
-  std::vector<int64_t> top(k);
-  for (int64_t r = 0; r < n; ++r) {
-    float* row = logits + r * V;
-    top_k(row, V, k, top.data());  // candidate i, the i-th largest logit, gets log factor i
-    for (int64_t i = 0; i < k; ++i) row[top[i]] += log_factor(out[r * K + i]);
-  }
+  for (int64_t r = 0; r < n; ++r) gate_candidates(logits + r * V, V, out.data() + r * K, k, top.data());
 }
 
 }  // namespace zl

@@ -30,12 +30,33 @@ struct LayerCache {
   // latent_kv (models/latent_kv.h): [B, capacity, r], the joint latent c of
   // each cached token, shared by every head; k and v are then undefined.
   torch::Tensor latent;
-  // fused key weighting, per cached token (undefined when off). Both are
-  // indexed by position, so rolling back `lengths` rolls them back too:
-  // slot p is rewritten whenever position p is fed again.
-  torch::Tensor mass;        // attn_mass: [B, H, capacity, capacity]; row p = sum over queries m <= p of
-                             // their unweighted attention on each key (a running column sum per query)
+  // fused key weighting (undefined when off). `importance` is indexed by
+  // position, so rolling back `lengths` rolls it back too: slot p is
+  // rewritten whenever position p is fed again.
   torch::Tensor importance;  // hidden_norm / grad_norm: [B, capacity], the importance of each token
+  // attn_mass: O(capacity) per sequence and head (issue 29 item 6; a
+  // [B,H,cap,cap] table of running sums per query before). The exclusive
+  // mass a query at position p needs, Σ_{m<p} A[m,j] (models/key_weighting.h),
+  // is the column sum of the unweighted attention A of the queries before
+  // it, so one running column sum per head suffices while tokens are only
+  // appended. A rollback takes the dropped queries' rows back out: each
+  // position's query is kept, and its row is recomputed from it and the keys
+  // it saw, which are still in the cache (see sync_mass).
+  torch::Tensor mass;       // [B, H, capacity] float: Σ over the first mass_rows[b] queries of A[m, j]
+  torch::Tensor queries;    // [B, H, capacity, D] float: the query of each position, per head
+  torch::Tensor mass_rows;  // [B] int64, always on the CPU: queries summed into `mass` (0 past them)
+
+  // Brings sequence b's column sums to its first `rows` queries: subtracts
+  // the rows of the queries at rows.. (or rebuilds from none when that is
+  // less work) or adds those of queries fed but not summed. Exact up to
+  // float rounding: each row is recomputed as it was first computed
+  // (softmax(q·k / sqrt(D)) over keys j <= m, the fast step's kernels on the
+  // CPU). Both paths call it for a sequence before writing its keys at
+  // position `rows` (a row's keys must be the ones it saw), so a rollback
+  // is taken out lazily by the next call, and a `lengths` set directly
+  // (a right-padded prefill's, a finished sequence's) is covered the same
+  // way. No ATen call on the CPU: a decode step's team members run it.
+  void sync_mass(int64_t b, int64_t rows);
   // Evicting caches only (undefined otherwise), per head since each head
   // evicts on its own (models/eviction.h):
   torch::Tensor order;  // [B, H, capacity] int32: the text position of the token in each slot
@@ -57,10 +78,16 @@ struct KVCache {
   bool evicting() const { return eviction.on(); }
   // Rolls sequence b back to `length` tokens (length <= its current length).
   // An evicting cache can roll back only while it has evicted nothing.
+  // fused attn_mass's column sums follow at the next forward (LayerCache::
+  // sync_mass), or now with sync_mass() below.
   void truncate(int64_t b, int64_t length);
+  // Every layer's attn_mass sums brought to each sequence's length (for
+  // reading them; the forwards do it themselves). Nothing without attn_mass.
+  void sync_mass();
   // Bytes held per cached token over all layers, measured from the tensors:
   // K and V (r values with fused value distillation), latent_kv's latent,
-  // fused per-token state, and an evicting cache's per-token bookkeeping
+  // fused per-token state (attn_mass: H sums and H·D query values), and an
+  // evicting cache's per-token bookkeeping
   // (order, h2o's scores). `parts` (optional) receives them apart: "k", "v",
   // "latent", "fused_state", "eviction_state".
   int64_t bytes_per_token(std::map<std::string, int64_t>* parts = nullptr) const;

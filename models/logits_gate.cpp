@@ -1,6 +1,9 @@
 #include "models/logits_gate.h"
 
+#include <algorithm>
 #include <cmath>
+
+#include "models/blas.h"
 
 namespace zl {
 
@@ -34,6 +37,47 @@ torch::Tensor LogitsGateImpl::forward(const torch::Tensor& logits, const torch::
     trace->gate_log_factors = lf.detach();
   }
   return logits.scatter_add(-1, candidates, lf);
+}
+
+namespace {
+
+// ‖x‖ by the scores' kernel: a scalar sum is a chain of D dependent adds.
+float norm(const float* x, int64_t D) {
+  float sq = 0;
+  scaled_scores(x, x, 1, D, 1.0f, &sq);
+  return std::sqrt(sq);
+}
+
+// log σ(o), floored at the gate's floor (LogitsGateImpl::log_factors), stably on both sides.
+float log_factor(float o) {
+  const float ls = o >= 0 ? -std::log1p(std::exp(-o)) : o - std::log1p(std::exp(o));
+  return std::max(ls, static_cast<float>(std::log(LogitsGateImpl::kFloor)));
+}
+
+}  // namespace
+
+void gate_cosines(const float* q, const float* K, const float* w, int64_t n, int64_t D, int64_t keys, int64_t* top,
+                  float* out) {
+  const int64_t found = top_k(w, n, keys, top);
+  const float qn = norm(q, D);
+  for (int64_t t = 0; t < keys; ++t) {
+    const int64_t j = t < found ? top[t] : -1;
+    if (j < 0 || !(w[j] > 0)) {
+      out[t] = 0;
+      continue;
+    }
+    // q·k afresh (3 dot products of D), so that the step need not keep the
+    // raw scores beside the weights for the last layer.
+    const float* k = K + j * D;
+    float dot = 0;
+    scaled_scores(q, k, 1, D, 1.0f, &dot);
+    out[t] = dot / std::max(qn * norm(k, D), 1e-12f);
+  }
+}
+
+void gate_candidates(float* logits, int64_t V, const float* o, int64_t k, int64_t* top) {
+  top_k(logits, V, k, top);  // candidate i, the i-th largest logit, gets log factor i
+  for (int64_t i = 0; i < k; ++i) logits[top[i]] += log_factor(o[i]);
 }
 
 }  // namespace zl

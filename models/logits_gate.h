@@ -36,4 +36,18 @@ struct LogitsGateImpl : torch::nn::Module {
 };
 TORCH_MODULE(LogitsGate);
 
+// The gate's work on the hand-written decode step (models/decode_step_fused.cpp),
+// per row, with no ATen call (a team member runs them); benchmarked part by
+// part in bench/decode_kernels.cpp (BM_GateParts).
+//  - gate_cosines: one head's inputs for query q [D] over its n visible keys
+//    K [n×D] with attention weights w [n]: the cosines of q with the keys of
+//    the `keys` largest weights, largest first, 0 where fewer are visible or
+//    a weight is 0 (as the reference's top-k over masked keys gives). `top`
+//    is scratch for `keys` indices.
+//  - gate_candidates: log factors lf [k] (log σ(o), floored; o the second
+//    layer's outputs) added to the k largest of logits [V], rank by rank.
+void gate_cosines(const float* q, const float* K, const float* w, int64_t n, int64_t D, int64_t keys, int64_t* top,
+                  float* out);
+void gate_candidates(float* logits, int64_t V, const float* o, int64_t k, int64_t* top);
+
 }  // namespace zl

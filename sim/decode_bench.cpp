@@ -16,31 +16,6 @@
 #include "sim/stages/verify_hook.h"
 
 namespace zl {
-namespace {
-
-// oet's arm on random weights: a vocabulary of words where one id in seven
-// names one of two parties, so that random tokens switch entity on about 7%
-// of tokens (the claims study's oet_trigger_rate is 6-10%), and a table whose
-// rows are random coefficients near 1 (tolerance 0: every entry kept).
-struct OetArm {
-  EventTrigger trigger;
-  OfflineTable table;
-};
-
-OetArm oet_arm(const ModelConfig& mc, const OetConfig& o) {
-  std::vector<std::string> pieces(mc.vocab);
-  for (int64_t id = 0; id < mc.vocab; ++id)
-    pieces[id] = id % 7 == 0 ? ((id / 7) % 2 ? " Seller" : " Buyer") : " w" + std::to_string(id);
-  EventTrigger trigger(pieces, {"seller", "buyer"}, {"if"}, TriggerOptions{static_cast<int>(o.numeric_run), static_cast<int>(o.nesting_depth)});
-  OfflineTableBuilder builder(kEventKinds, o.buckets, mc.layers, mc.dim);
-  for (int64_t row = 0; row < kEventKinds * o.buckets; ++row) {
-    auto c = (1 + 0.1 * torch::randn({mc.layers * mc.dim})).contiguous();
-    builder.add(row, c.data_ptr<float>());
-  }
-  return {std::move(trigger), builder.finish(/*tolerance=*/0)};
-}
-
-}  // namespace
 
 DecodeBenchResult run_decode_bench(const RunConfig& cfg, int64_t prompt_tokens, int64_t repeats,
                                    const std::vector<std::string>& variants) {
@@ -92,8 +67,8 @@ DecodeBenchResult run_decode_bench(const RunConfig& cfg, int64_t prompt_tokens, 
       draft = make_model("baseline", dc);
       draft->to(resolve_device(cfg.train.device));
     }
-    std::optional<OetArm> arm;
-    if (oet) arm.emplace(oet_arm(m->cfg, cfg.oet));
+    std::optional<SyntheticOet> arm;
+    if (oet) arm.emplace(synthetic_oet(m->cfg, cfg.oet));
     VariantDecodeSpeed speed{name};
     DecodeOptions fast = opt, reference = opt;
     fast.fast_step = true;

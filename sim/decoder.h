@@ -48,6 +48,17 @@ struct DecodeHook {
   // `sequence` now holds a new request whose first `prompt_len` tokens are
   // its prompt. Default: nothing.
   virtual void begin_sequence(int64_t sequence, int64_t prompt_len) {}
+  // A serving loop is about to run one step: row `fed[i].sequence` of a
+  // `batch`-row cache is fed `fed[i].count` tokens from position
+  // `fed[i].position` on (a prompt's chunk, or its newest token). A hook may
+  // set per-row model state for that step (oet's table corrections where a
+  // fed token fires an event). Default: nothing.
+  struct Fed {
+    int64_t sequence, position;
+    const int64_t* tokens;
+    int64_t count;
+  };
+  virtual void before_step(const std::vector<Fed>& fed, int64_t batch) {}
   virtual Verdict review(const std::vector<std::vector<int32_t>>& sequences, const std::vector<bool>& active) = 0;
 };
 

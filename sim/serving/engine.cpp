@@ -59,6 +59,13 @@ int64_t ServingEngine::run(const StepPlan& plan, int64_t start_ns, std::vector<i
     feeds.push_back({p.slot, std::vector<int64_t>(t.begin() + p.start, t.begin() + p.start + p.tokens), p.samples});
     if (p.samples) sampling.push_back(i);
   }
+  if (hook_) {
+    const int64_t* length = cache_.lengths.data_ptr<int64_t>();
+    std::vector<DecodeHook::Fed> fed;
+    for (const auto& f : feeds)
+      fed.push_back({f.sequence, length[f.sequence], f.tokens.data(), static_cast<int64_t>(f.tokens.size())});
+    hook_->before_step(fed, cache_.batch());
+  }
   auto logits = step_->feed(feeds, cache_);  // [S,V], the sampling parts in order
   if (!sampling.empty()) {
     auto next = sample_next(logits, opt_.sampling, gen_);  // [S]

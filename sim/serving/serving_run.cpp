@@ -28,15 +28,14 @@ struct Setup {
 };
 
 // Bytes per token a projection carries to a large model: the cache's own,
-// except fused's attn_mass, kept here as running column sums of every query
-// over every key ([H, capacity] per token, so that a rollback is exact) where
-// a serving system keeps one accumulated score per key and head, as H2O does
-// (H values per token): an implementation cost of this simulator that grows
-// with the context, not a property of the method.
+// except fused's attn_mass queries (H·D values per token, kept here so that
+// a rollback can take the dropped rows out of the column sums,
+// models/kv_cache.h): a serving system keeps one accumulated score per key
+// and head, as H2O does (the H sums, counted).
 double projected_kv_bytes(const KVCache& cache) {
   double bytes = cache.bytes_per_token();
   for (const auto& l : cache.layers)
-    if (l.mass.defined()) bytes -= (l.mass.size(3) - 1) * l.mass.size(1) * l.mass.element_size();
+    if (l.queries.defined()) bytes -= l.queries.size(1) * l.queries.size(3) * l.queries.element_size();
   return bytes;
 }
 
@@ -79,7 +78,7 @@ Setup setup(OpenRun& run, RunRecord& r) {
   m["projected_kv_bytes_ratio"] = out.kv_bytes_projected / baseline_bytes;
   // sfvl: the simulator draws re-samples at the rate the profile saw (set
   // there; the quality pass's trigger rate until then).
-  if (out.how.hook) {
+  if (out.how.resamples) {
     out.resample.drop = cfg.verify.drop;
     out.resample.max_retries = cfg.verify.max_retries;
     auto rate = m.find("trigger_rate");
@@ -187,7 +186,7 @@ Calibrated calibrated(const Setup& su, const std::vector<const Profile*>& profil
     reviews.add(p->reviews);
   }
   Calibrated out{calibrate(steps, at::get_num_threads()), su.resample};
-  if (su.how.hook && reviews.samples() > 0) out.resample = reviews.model(su.resample.drop);
+  if (su.how.resamples && reviews.samples() > 0) out.resample = reviews.model(su.resample.drop);
   return out;
 }
 
@@ -311,7 +310,7 @@ void serve_run(OpenRun& run, RunRecord& r) {
   const Calibrated first = calibrated(su, {&profiles[0]});
   const Calibration& cal = first.cal;
   su.resample = first.resample;
-  if (su.how.hook) {
+  if (su.how.resamples) {
     m["serve_resample_rate"] = su.resample.rate;
     m["serve_resample_after_fire_rate"] = su.resample.after_fire_rate;
     m["serve_resample_behind_fire_rate"] = su.resample.behind_fire_rate;

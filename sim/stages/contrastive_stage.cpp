@@ -31,7 +31,11 @@ KVCache repeat_rows(const KVCache& c, int64_t k) {
     LayerCache r;
     r.k = l.k.repeat_interleave(k, 0);  // [B·k,H,capacity,D]
     r.v = l.v.repeat_interleave(k, 0);
-    if (l.mass.defined()) r.mass = l.mass.repeat_interleave(k, 0);
+    if (l.mass.defined()) {  // fused attn_mass: column sums, queries, and how many rows they sum
+      r.mass = l.mass.repeat_interleave(k, 0);
+      r.queries = l.queries.repeat_interleave(k, 0);
+      r.mass_rows = l.mass_rows.repeat_interleave(k, 0);
+    }
     if (l.importance.defined()) r.importance = l.importance.repeat_interleave(k, 0);
     out.layers.push_back(r);
   }
@@ -47,7 +51,11 @@ void keep_chosen(KVCache& c, const torch::Tensor& src, const torch::Tensor& pos)
   for (auto& l : c.layers) {
     l.k.index_put_({rows, Slice(), pos, Slice()}, l.k.index({src, Slice(), pos, Slice()}));  // [B·k,H,D]
     l.v.index_put_({rows, Slice(), pos, Slice()}, l.v.index({src, Slice(), pos, Slice()}));
-    if (l.mass.defined()) l.mass.index_put_({rows}, l.mass.index({src}));  // fused state, whole rows
+    if (l.mass.defined()) {  // fused attn_mass: the sums whole, the query at its slot
+      l.mass.index_put_({rows}, l.mass.index({src}));
+      l.queries.index_put_({rows, Slice(), pos, Slice()}, l.queries.index({src, Slice(), pos, Slice()}));
+      l.mass_rows.copy_(l.mass_rows.index({src.to(torch::kCPU)}));
+    }
     if (l.importance.defined()) l.importance.index_put_({rows}, l.importance.index({src}));
   }
 }

@@ -173,7 +173,71 @@ class OetHook : public DecodeHook {
   torch::Tensor buffer_;
 };
 
+// oet_serving_hook's hook: corrections set before each served step.
+class OetServingHook : public DecodeHook {
+ public:
+  OetServingHook(Transformer& model, const EventTrigger& trigger, const OfflineTable& table)
+      : model_(model), trigger_(trigger), table_(table) {}
+
+  void begin_batch(int64_t batch) override { states_.assign(batch, TriggerState{}); }
+  void begin_sequence(int64_t sequence, int64_t prompt_len) override { states_.at(sequence) = TriggerState{}; }
+
+  void before_step(const std::vector<Fed>& fed, int64_t batch) override {
+    int64_t T = 1;  // rows of one sequence in this step
+    for (const Fed& f : fed) T = std::max(T, f.count);
+    const int64_t n = table_.cols();
+    float* out = nullptr;
+    for (const Fed& f : fed) {
+      for (int64_t j = 0; j < f.count; ++j) {
+        const int k = primary_event(trigger_.step(states_.at(f.sequence), static_cast<int32_t>(f.tokens[j])));
+        if (k < 0) continue;
+        if (!out) {
+          buffer_ = torch::ones({batch, T, table_.layers, table_.dim}, torch::kFloat);
+          out = buffer_.data_ptr<float>();
+        }
+        const int64_t bucket = OfflineTable::bucket_of(f.position + j, model_->cfg.context, table_.buckets);
+        table_.lookup(table_.row(k, bucket), out + (f.sequence * T + j) * n);
+      }
+    }
+    if (out) model_->set_correction_override(per_layer(buffer_, model_->wte->weight.device()));
+    else model_->set_correction_mode(CorrectionMode::Identity);
+  }
+
+  Verdict review(const std::vector<std::vector<int32_t>>& seqs, const std::vector<bool>&) override {
+    return {std::vector<int64_t>(seqs.size(), 0), std::vector<double>(seqs.size(), 0.0)};
+  }
+
+ private:
+  Transformer& model_;
+  const EventTrigger& trigger_;
+  const OfflineTable& table_;
+  std::vector<TriggerState> states_;
+  torch::Tensor buffer_;
+};
+
 }  // namespace
+
+std::shared_ptr<DecodeHook> oet_serving_hook(Transformer& model, const EventTrigger& trigger, const OfflineTable& table) {
+  return std::make_shared<OetServingHook>(model, trigger, table);
+}
+
+VariantStage::Serving OetStage::serving(const StageContext& ctx, const DecodeOptions& opt, uint64_t seed) {
+  return {opt, oet_serving_hook(ctx.model, *trigger_, table_), ""};
+}
+
+SyntheticOet synthetic_oet(const ModelConfig& mc, const OetConfig& o) {
+  std::vector<std::string> pieces(mc.vocab);
+  for (int64_t id = 0; id < mc.vocab; ++id)
+    pieces[id] = id % 7 == 0 ? ((id / 7) % 2 ? " Seller" : " Buyer") : " w" + std::to_string(id);
+  EventTrigger trigger(pieces, {"seller", "buyer"}, {"if"},
+                       TriggerOptions{static_cast<int>(o.numeric_run), static_cast<int>(o.nesting_depth)});
+  OfflineTableBuilder builder(kEventKinds, o.buckets, mc.layers, mc.dim);
+  for (int64_t row = 0; row < kEventKinds * o.buckets; ++row) {
+    auto c = (1 + 0.1 * torch::randn({mc.layers * mc.dim})).contiguous();
+    builder.add(row, c.data_ptr<float>());
+  }
+  return {std::move(trigger), builder.finish(/*tolerance=*/0)};
+}
 
 void OetStage::prepare(const StageContext& ctx, RunRecord& r) {
   auto& m = r.metrics;

@@ -47,16 +47,34 @@ torch::Tensor oet_coefficients(const EventTrigger& trigger, const OfflineTable& 
 DecodeOutput oet_decode(Transformer& model, const EventTrigger& trigger, const OfflineTable& table,
                         const std::vector<std::vector<int32_t>>& prompts, const DecodeOptions& opt, at::Generator& gen);
 
+// oet in a serving loop (sim/serving/engine.h): one trigger state per cache
+// row, started afresh when a request takes the row, fed every token the step
+// feeds (prompt chunks and newest tokens alike, in order); a fed token that
+// fires an event gets the table's row for its (event, context bucket) on the
+// step that processes it, as oet_decode gives it; a step where nothing fires
+// skips the correction. Takes nothing back. The model, trigger and table
+// must outlive the hook; the model's correction mode is left as the last
+// step set it.
+std::shared_ptr<DecodeHook> oet_serving_hook(Transformer& model, const EventTrigger& trigger, const OfflineTable& table);
+
+// oet on a synthetic vocabulary, for a model of random weights (bench-decode,
+// tests): one id in seven names one of two parties, so that random tokens
+// switch entity on about 7% of tokens (the claims study's oet_trigger_rate is
+// 6-10%), and a table whose rows are random coefficients near 1 (every entry
+// kept).
+struct SyntheticOet {
+  EventTrigger trigger;
+  OfflineTable table;
+};
+SyntheticOet synthetic_oet(const ModelConfig& mc, const OetConfig& o);
+
 class OetStage : public VariantStage {
  public:
   void prepare(const StageContext& ctx, RunRecord& r) override;
   DecodeOutput decode(const StageContext& ctx, const std::vector<std::vector<int32_t>>& prompts,
                       const DecodeOptions& opt, at::Generator& gen, bool logged) override;
-  // oet sets its table's corrections for a whole batch at once
-  // (models/correction.h), not per request of a served step.
-  Serving serving(const StageContext& ctx, const DecodeOptions& opt, uint64_t seed) override {
-    return {opt, nullptr, "oet sets its table's corrections for a whole batch at once, not per request of a served step"};
-  }
+  // Served with oet_serving_hook: a served step's corrections per row and token.
+  Serving serving(const StageContext& ctx, const DecodeOptions& opt, uint64_t seed) override;
   void add_flops(const StageContext& ctx, int64_t context, std::map<std::string, double>& per_module) override;
   void finish(const StageContext& ctx, const Prompts& prompts, const DecodeOutput& quality, RunRecord& r) override;
   // oet_lookup_ns: one block of lookups after each timed pass, the fastest.

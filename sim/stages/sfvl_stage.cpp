@@ -38,7 +38,7 @@ class SfvlStage : public VariantStage {
   Serving serving(const StageContext& ctx, const DecodeOptions& opt, uint64_t seed) override {
     if (check_ == Check::Oracle)  // it finds a prompt's contract by the item's index in the decode
       return {opt, nullptr, "the checker oracle reads each prompt's contract by its place in a decode; a server has none"};
-    return {opt, make_hook(ctx, opt, seed, /*logged=*/false, "serving"), ""};
+    return {opt, make_hook(ctx, opt, seed, /*logged=*/false, "serving"), "", /*resamples=*/true};
   }
 
   // The first-check trigger rates (seed 002 §2.2's 18% on short text) on the

@@ -47,13 +47,17 @@ class VariantStage {
   }
 
   // How the variant decodes inside a serving loop (sim/serving/engine.h):
-  // the decode options it changes (an evicting cache) and the hook that
-  // reviews every sampled token (sfvl's verifier). A variant whose decoding
-  // is a loop of its own cannot be served yet, and `unsupported` says why.
+  // the decode options it changes (an evicting cache) and its hook (sfvl's
+  // verifier reviewing every sampled token, oet's trigger setting each
+  // step's corrections). A variant whose decoding is a loop of its own
+  // cannot be served yet, and `unsupported` says why. `resamples`: the hook
+  // takes tokens back, so the simulator draws re-samples at the rates the
+  // real server's profile saw (sim/serving/resample.h).
   struct Serving {
     DecodeOptions opt;
     std::shared_ptr<DecodeHook> hook;
     std::string unsupported;
+    bool resamples = false;
   };
   virtual Serving serving(const StageContext& ctx, const DecodeOptions& opt, uint64_t seed) { return {opt, nullptr, ""}; }
 

@@ -164,9 +164,13 @@ void expect_paths_agree(Transformer& model, int threads, const std::function<voi
         const auto &r = ref.layers[l], &o = mine.layers[l];
         EXPECT_TRUE(torch::allclose(r.k[b].narrow(1, 0, n), o.k[b].narrow(1, 0, n), 1e-5, 1e-5));
         EXPECT_TRUE(torch::allclose(r.v[b].narrow(1, 0, n), o.v[b].narrow(1, 0, n), 1e-5, 1e-5));  // z = P v if distilled
-        if (r.mass.defined())  // fused attn_mass: each held row's running column sums over the keys it sees
-          EXPECT_TRUE(torch::allclose(r.mass[b].narrow(1, 0, n).narrow(2, 0, n), o.mass[b].narrow(1, 0, n).narrow(2, 0, n),
-                                      1e-5, 1e-5)) << "layer " << l << " sequence " << b;
+        if (r.mass.defined()) {  // fused attn_mass: each head's column sums over the keys held, and the queries
+          EXPECT_EQ(r.mass_rows[b].item<int64_t>(), n);
+          EXPECT_EQ(o.mass_rows[b].item<int64_t>(), n);
+          EXPECT_TRUE(torch::allclose(r.mass[b].narrow(1, 0, n), o.mass[b].narrow(1, 0, n), 1e-5, 1e-5))
+              << "layer " << l << " sequence " << b;
+          EXPECT_TRUE(torch::allclose(r.queries[b].narrow(1, 0, n), o.queries[b].narrow(1, 0, n), 1e-5, 1e-5));
+        }
         if (r.importance.defined())
           EXPECT_TRUE(torch::allclose(r.importance[b].narrow(0, 0, n), o.importance[b].narrow(0, 0, n), 1e-5, 1e-5));
       }
@@ -308,6 +312,68 @@ TEST(DecodeStep, FusedKeyWeightingInBothFormsWithEachImportance) {
         expect_paths_agree(model, threads);
       }
     }
+}
+
+// attn_mass's column sums through rollbacks of every kind (models/kv_cache.h:
+// a short one subtracts the dropped rows, a deep one rebuilds, a `lengths`
+// set directly is taken out at the next call), each followed by steps and a
+// multi-row extend: the fast step and the reference path give the same
+// logits and the same sums, on one thread and two.
+TEST(DecodeStep, FusedAttnMassRollbackAndContinue) {
+  FusedOptions f;
+  f.key_weighting = FusedOptions::KeyWeighting::Scale;
+  f.alpha = 0.3;
+  f.gate = true;
+  torch::manual_seed(31);
+  Transformer model = fused_model(f);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  const int saved = at::get_num_threads();
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    at::set_num_threads(threads);
+    DecodeStep fast(model);
+    const int64_t V = model->cfg.vocab;
+    auto ref = model->make_cache(3), mine = model->make_cache(3);
+    auto prompt = torch::randint(V, {3, 12}, torch::kLong);
+    model->forward(prompt, ref);
+    std::vector<std::vector<int64_t>> rows(3);
+    for (int64_t b = 0; b < 3; ++b)
+      for (int64_t t = 0; t < 12; ++t) rows[b].push_back(prompt[b][t].item<int64_t>());
+    fast.extend(rows, mine, /*logits=*/false);
+    auto step = [&](int round) {
+      std::vector<int64_t> tok{(round * 7) % V, (round * 5 + 3) % V, (round * 11 + 1) % V};
+      auto want = model->forward(torch::tensor(tok).view({3, 1}), ref).select(1, 0);
+      auto got = fast.forward(tok, mine);
+      EXPECT_TRUE(torch::allclose(got, want, 1e-4, 1e-4)) << "round " << round << " max diff "
+                                                           << (got - want).abs().max().item<float>();
+    };
+    auto rollback = [&](int64_t b, int64_t length) {
+      ref.truncate(b, length);
+      mine.truncate(b, length);
+    };
+    rollback(0, 10);  // short: two rows subtracted
+    rollback(2, 2);   // deep: rebuilt from two rows
+    for (int round = 0; round < 3; ++round) step(round);
+    ref.lengths -= 1;  // every sequence drops its newest token, lengths set directly
+    mine.lengths -= 1;
+    for (int round = 3; round < 5; ++round) step(round);
+    rollback(1, 13);
+    std::vector<std::vector<int64_t>> more{{1, 2, 3}, {4, 5, 6}, {7, 8, 9}};
+    auto want = model->forward(torch::tensor({1, 2, 3, 4, 5, 6, 7, 8, 9}, torch::kLong).view({3, 3}), ref);
+    auto got = fast.extend(more, mine);
+    EXPECT_TRUE(torch::allclose(got, want, 1e-4, 1e-4)) << (got - want).abs().max().item<float>();
+    for (int round = 5; round < 7; ++round) step(round);
+    ASSERT_TRUE(torch::equal(ref.lengths, mine.lengths));
+    for (size_t l = 0; l < ref.layers.size(); ++l)
+      for (int64_t b = 0; b < 3; ++b) {
+        const int64_t n = ref.lengths[b].item<int64_t>();
+        EXPECT_TRUE(torch::allclose(ref.layers[l].mass[b], mine.layers[l].mass[b], 1e-5, 1e-5)) << l << " " << b;
+        EXPECT_EQ(mine.layers[l].mass_rows[b].item<int64_t>(), n);
+        EXPECT_EQ(mine.layers[l].mass[b].narrow(1, n, mine.capacity - n).abs().max().item<float>(), 0.0f);
+      }
+  }
+  at::set_num_threads(saved);
 }
 
 TEST(DecodeStep, FusedValueDistillationAndGate) {

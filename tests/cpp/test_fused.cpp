@@ -290,14 +290,84 @@ TEST(FusedValueDistill, CacheHoldsRValuesAndBytesAreMeasured) {
   EXPECT_LT(total, make_model("baseline", tiny())->make_cache(1).bytes_per_token());
 
   // Key weighting's per-token state is counted too: a scalar per token (hidden_norm)
-  // or, for attn_mass, a running column sum per head over the cache capacity.
+  // or, for attn_mass, a column sum and a query per head (models/kv_cache.h).
   c.fused.key_weighting = KW::Bias;
   c.fused.importance = Imp::HiddenNorm;
   make_model("fused", c)->make_cache(1, 20).bytes_per_token(&parts);
   EXPECT_EQ(parts["fused_state"], 2 * 4);
   c.fused.importance = Imp::AttnMass;
   make_model("fused", c)->make_cache(1, 20).bytes_per_token(&parts);
-  EXPECT_EQ(parts["fused_state"], 2 * 2 * 20 * 4);
+  EXPECT_EQ(parts["fused_state"], 2 * 2 * (1 + 8) * 4);  // layers x heads x (sum + D query values) x fp32
+}
+
+// attn_mass's state grows linearly with the cache's capacity (issue 29 item
+// 6: it was [B,H,cap,cap]): the bytes of every tensor of it, at four capacities.
+TEST(FusedKeyWeights, AttnMassStateIsLinearInCapacity) {
+  ModelConfig c = tiny();  // L = 2, H = 2, D = 8
+  c.context = 512;
+  c.fused.key_weighting = KW::Scale;
+  c.fused.importance = Imp::AttnMass;
+  Transformer m = make_model("fused", c);
+  auto state_bytes = [&](int64_t capacity) {
+    int64_t bytes = 0;
+    for (const auto& l : m->make_cache(2, capacity).layers)
+      for (const auto& t : {l.mass, l.queries, l.mass_rows})
+        if (t.defined()) bytes += t.numel() * t.element_size();
+    return bytes;
+  };
+  const int64_t fixed = 2 * 2 * 8;  // mass_rows: one count per layer and sequence, whatever the capacity
+  for (int64_t cap : {32, 64, 128, 256})
+    EXPECT_EQ(state_bytes(cap) - fixed, cap * 2 * 2 * 2 * (1 + 8) * 4) << cap;  // per slot: L x B x H x (1 + D) fp32
+  EXPECT_EQ(state_bytes(256) - fixed, 8 * (state_bytes(32) - fixed));
+}
+
+// Rollback, then more tokens, on both paths: the column sums taken back
+// (by subtraction for a short rollback, rebuilt for a deep one; by a direct
+// `lengths` edit too, as a right-padded prefill does) still match the full
+// forward and each other.
+TEST(FusedKeyWeights, AttnMassRollbackAndContinueMatchesTheReference) {
+  ModelConfig c = tiny();
+  c.fused.key_weighting = KW::Scale;
+  c.fused.importance = Imp::AttnMass;
+  c.fused.alpha = 0.3;
+  c.fused.gate = true;
+  torch::manual_seed(21);
+  Transformer m = make_model("fused", c);
+  sharpen(m);
+  m->eval();
+  torch::NoGradGuard no_grad;
+  auto a = torch::randint(50, {2, 24}, torch::kLong);
+  auto b = torch::randint(50, {2, 24}, torch::kLong);
+  auto cache = m->make_cache(2);
+  m->forward(a.narrow(1, 0, 16), cache);
+  cache.truncate(0, 13);  // a short rollback: three rows subtracted
+  cache.truncate(1, 3);   // a deep one: the sums rebuilt from three rows
+  cache.sync_mass();
+  // The sums as a fresh cache holding the kept tokens has them.
+  auto fresh0 = m->make_cache(1), fresh1 = m->make_cache(1);
+  m->forward(a.narrow(0, 0, 1).narrow(1, 0, 13), fresh0);
+  m->forward(a.narrow(0, 1, 1).narrow(1, 0, 3), fresh1);
+  for (size_t l = 0; l < cache.layers.size(); ++l) {
+    EXPECT_EQ(cache.layers[l].mass_rows[0].item<int64_t>(), 13);
+    EXPECT_LT(max_diff(cache.layers[l].mass[0], fresh0.layers[l].mass[0]), 1e-5) << l;
+    EXPECT_LT(max_diff(cache.layers[l].mass[1], fresh1.layers[l].mass[0]), 1e-5) << l;
+  }
+  // Continue with other tokens, one and three at a time, then roll back by
+  // setting `lengths` directly and continue again.
+  auto seq0 = torch::cat({a[0].narrow(0, 0, 13), b[0].narrow(0, 0, 8)}),
+       seq1 = torch::cat({a[1].narrow(0, 0, 3), b[1].narrow(0, 0, 8)});
+  std::vector<torch::Tensor> got;
+  for (int64_t t = 0; t < 4; ++t)
+    got.push_back(m->forward(torch::stack({seq0.narrow(0, 13 + t, 1), seq1.narrow(0, 3 + t, 1)}), cache));
+  cache.lengths -= 2;  // both drop their last two tokens, without truncate
+  for (int64_t t = 2; t < 8; t += 3)
+    got.push_back(m->forward(torch::stack({seq0.narrow(0, 13 + t, 3), seq1.narrow(0, 3 + t, 3)}), cache));
+  auto incremental = torch::cat(got, 1);  // [2,4+6,V]: positions 13.. (3..) with 15, 16 (5, 6) fed twice
+  auto full0 = m->forward(seq0.unsqueeze(0))[0], full1 = m->forward(seq1.unsqueeze(0))[0];
+  auto want0 = torch::cat({full0.narrow(0, 13, 4), full0.narrow(0, 15, 6)}),
+       want1 = torch::cat({full1.narrow(0, 3, 4), full1.narrow(0, 5, 6)});
+  EXPECT_LT(max_diff(incremental[0], want0), 1e-4);
+  EXPECT_LT(max_diff(incremental[1], want1), 1e-4);
 }
 
 TEST(FusedGate, FloorAndTopKHandling) {

@@ -14,6 +14,7 @@
 #include "sim/decoder.h"
 #include "sim/serving/engine.h"
 #include "sim/serving/serve_loop.h"
+#include "sim/stages/oet_stage.h"
 
 namespace zl {
 namespace {
@@ -169,6 +170,60 @@ TEST(ServingEngine, ServesTheTokensTheBatchDecoderGives) {
   EXPECT_GT(reviewed.steps.size(), plain.steps.size());
   for (size_t i = 0; i < requests.size(); ++i)
     EXPECT_EQ(static_cast<int64_t>(reviewed.requests[i].token_ns.size()), requests[i].output_len);
+}
+
+// oet served (issue 29 item 4): with its corrections set per row and token
+// before each step, chunked prefills, reused rows and preemptions give the
+// tokens oet_decode gives each prompt alone.
+TEST(ServingEngine, ServesOetWithTheCorrectionsItsDecodeGives) {
+  torch::manual_seed(17);
+  ModelConfig c = shape();
+  c.correction_hidden = 8;
+  Transformer model(c);
+  {  // Larger MLP weights than an initialisation's, so that what the MLP reads decides the greedy token.
+    torch::NoGradGuard no_grad;
+    for (auto& p : model->named_parameters())
+      if (p.key().find("mlp") != std::string::npos) p.value().mul_(8);
+  }
+  OetConfig o;
+  SyntheticOet oet = synthetic_oet(model->cfg, o);
+  // Coefficients far from 1 (0 to 3), so that a correction moves a random model's greedy choice.
+  OfflineTableBuilder strong(kEventKinds, o.buckets, c.layers, c.dim);
+  for (int64_t row = 0; row < kEventKinds * o.buckets; ++row) {
+    auto coeff = (3 * torch::rand({c.layers * c.dim})).contiguous();
+    strong.add(row, coeff.data_ptr<float>());
+  }
+  oet.table = strong.finish(/*tolerance=*/0);
+  std::vector<ServeRequest> requests;
+  for (int64_t i = 0; i < 7; ++i) {
+    std::vector<int32_t> p;  // every fourth prompt token names a party (id % 7 == 0)
+    for (int64_t t = 0; t < 5 + 3 * (i % 4); ++t) p.push_back(static_cast<int32_t>(t % 4 == 0 ? 7 * (1 + (i + t) % 7) : (i * 13 + t * 5) % 53));
+    requests.push_back({i, 0, p, 6 + i % 3});
+  }
+  DecodeOptions opt;
+  opt.sampling.temperature = 0;
+  opt.batch = 1;
+  std::vector<std::vector<int32_t>> want, plain;
+  for (const auto& q : requests) {
+    opt.max_new_tokens = q.output_len;
+    at::Generator gen = make_generator(1), again = make_generator(1);
+    want.push_back(oet_decode(model, oet.trigger, oet.table, {q.prompt}, opt, gen).continuations[0]);
+    model->set_correction_mode(CorrectionMode::Identity);  // the same model with no correction anywhere
+    plain.push_back(decode(model, {q.prompt}, opt, again).continuations[0]);
+    model->set_correction_mode(CorrectionMode::Module);
+  }
+  ASSERT_NE(want, plain);  // the table's corrections change what is decoded: the test below can fail
+  SchedulerOptions sched;
+  sched.block_size = 4;
+  sched.num_blocks = 9;
+  sched.max_num_seqs = 3;
+  sched.max_num_batched_tokens = 8;
+  auto hook = oet_serving_hook(model, oet.trigger, oet.table);
+  ServeResult served;
+  EXPECT_EQ(serve_greedy(model, requests, sched, hook.get(), &served), want);
+  int64_t preempted = 0;
+  for (const auto& s : served.steps) preempted += s.preempted;
+  EXPECT_GT(preempted, 0);  // a recomputed request's trigger starts again with its row
 }
 
 }  // namespace
