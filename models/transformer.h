@@ -64,13 +64,14 @@ struct TransformerImpl : torch::nn::Module {
   torch::Tensor last_hidden;
   // alibi: each head's slope m_h (models/alibi.h); empty otherwise, and wpe null.
   const std::vector<double>& alibi_slopes() const { return alibi_slopes_; }
+  // fused hidden_norm / grad_norm: the block input [B,T,C] -> each token's
+  // importance [B,T] in [0,1), detached (models/key_weighting.h).
+  torch::Tensor token_importance(const torch::Tensor& x);
 
  private:
   torch::Tensor forward_full(const torch::Tensor& tokens, FusedTrace* trace);
   // [B,T,C] -> [B,T,V]; gated when the fused gate is on.
   torch::Tensor head(const torch::Tensor& x, const torch::Tensor& gate_features = {}, FusedTrace* trace = nullptr);
-  // fused hidden_norm / grad_norm: [B,T,C] -> [B,T] in [0,1), detached (models/key_weighting.h).
-  torch::Tensor token_importance(const torch::Tensor& x);
   torch::Tensor causal_bias(int64_t T, const torch::Tensor& like);
   torch::Tensor causal_bias_cache_;
   std::vector<double> alibi_slopes_;

@@ -1,15 +1,21 @@
-// The zerolayer command line: train | ablate | submit | merge | claims | generate | info.
+// The zerolayer command line: train | ablate | submit | merge | claims | report | generate | info.
 #include <boost/program_options.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <set>
 #include <sstream>
+#include <vector>
+
+#include <unistd.h>
 
 #include "datasets/tokenizer.h"
 #include "models/factory.h"
@@ -49,6 +55,7 @@ const char* kUsage =
     "  merge DIR         join DIR/runs/*.h5 into DIR/results.h5\n"
     "  claims RESULTS    the claims table: each claim of the seed articles, measured and judged (per\n"
     "                    model size, with each claim's trend across sizes, for a scale ladder)\n"
+    "  report RESULTS    a results file as one page to share: HTML with every figure embedded (or --format md)\n"
     "  generate CKPT     sample from a checkpoint directory: --prompt TEXT\n"
     "  info              build, library versions, BLAS, threads, devices\n"
     "  bench-decode CONFIG  decode tokens/s of baseline and sfvl on a random model of CONFIG's shape, and of\n"
@@ -353,6 +360,61 @@ int cmd_claims(int argc, char** argv) {
   return 0;
 }
 
+// `zerolayer report` is Python (python/zerolayer/report.py, the notebooks'
+// plots): it runs /usr/bin/python3 (or $ZL_PYTHON) in this process's place
+// with the source tree's python/ on PYTHONPATH.
+int cmd_report(int argc, char** argv) {
+  po::options_description opts("zerolayer report RESULTS.h5 [options]");
+  opts.add_options()("help,h", "this help")("results", po::value<std::string>(), "a merged results file")(
+      "output,o", po::value<std::string>(), "the report (default: report.html, or report.md, beside RESULTS)")(
+      "format", po::value<std::string>(),
+      "html (the default; md when --output ends in .md): one self-contained file, every figure embedded, no "
+      "network access; or md: Markdown with the figures as PNG files in a folder beside it");
+  po::positional_options_description pos;
+  pos.add("results", 1);
+  auto vm = parse(argc, argv, opts, pos);
+  if (vm.count("help") || !vm.count("results")) {
+    std::cout << opts << "\n";
+    return vm.count("help") ? 0 : 2;
+  }
+  std::vector<std::string> args;
+  if (vm.count("format")) {
+    const std::string format = vm["format"].as<std::string>();
+    if (format != "html" && format != "md") throw ConfigError("--format: must be html or md, got '" + format + "'");
+    args = {"--format", format};
+  }
+  if (vm.count("output")) args.insert(args.begin(), {"-o", vm["output"].as<std::string>()});
+  args.insert(args.begin(), vm["results"].as<std::string>());
+  const char* env_python = std::getenv("ZL_PYTHON");
+  const std::string python = env_python && *env_python ? env_python : "/usr/bin/python3";
+  const std::string package = std::string(ZL_SOURCE_DIR) + "/python";
+  if (::access(python.c_str(), X_OK) != 0)
+    throw std::runtime_error(python + " not found: the report is Python (install python3 with scripts/setup)");
+  if (!fs::is_regular_file(package + "/zerolayer/report.py"))
+    throw std::runtime_error(package + "/zerolayer/report.py not found: the report needs the source tree this "
+                             "binary was built from");
+  const char* old_path = std::getenv("PYTHONPATH");
+  const std::string path = package + (old_path && *old_path ? ":" + std::string(old_path) : "");
+  ::setenv("PYTHONPATH", path.c_str(), 1);
+  // A missing Python package (matplotlib, pandas, h5py) is named, not a traceback.
+  const std::string boot =
+      "import sys\n"
+      "try:\n"
+      "    from zerolayer.report import main\n"
+      "except ImportError as e:\n"
+      "    sys.exit(f'zerolayer report: cannot load the report ({e}): scripts/setup installs python3-h5py, "
+      "python3-pandas and python3-matplotlib')\n"
+      "sys.exit(main(sys.argv[1:]))\n";
+  std::vector<std::string> words = {python, "-c", boot};
+  words.insert(words.end(), args.begin(), args.end());
+  std::vector<char*> argv_out;
+  for (auto& w : words) argv_out.push_back(w.data());
+  argv_out.push_back(nullptr);
+  std::cout.flush();
+  ::execv(python.c_str(), argv_out.data());
+  throw std::runtime_error("cannot run " + python + ": " + std::strerror(errno));
+}
+
 int cmd_bench_decode(int argc, char** argv) {
   po::options_description opts("zerolayer bench-decode CONFIG [options]");
   opts.add_options()("help,h", "this help")("config", po::value<std::string>(), "study file giving the shape")(
@@ -429,6 +491,7 @@ int main(int argc, char** argv) {
     if (cmd == "info") return cmd_info();
     if (cmd == "bench-decode") return cmd_bench_decode(argc - 1, argv + 1);
     if (cmd == "claims") return cmd_claims(argc - 1, argv + 1);
+    if (cmd == "report") return cmd_report(argc - 1, argv + 1);
     std::fprintf(stderr, "zerolayer: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
     return 2;
   } catch (const po::error& e) {

@@ -3,7 +3,8 @@
 
 The native module is built by CMake into build/python/zerolayer/; this
 package extends its path to find it (PYTHONPATH=python:build/python, or
-ZL_PYTHON_BUILD=build/python). The results helpers work without it.
+ZL_PYTHON_BUILD=build/python). The results helpers work without it, and so
+does zerolayer.report (`zerolayer report RESULTS.h5`: the file as one page).
 """
 import os as _os
 import pkgutil as _pkgutil

@@ -752,3 +752,276 @@ def claim_scaling_plot(claims, trend, seeds=None, ncols=4):
     fig.suptitle("each claim against model size: value [interval] by the size's verdict, the claimed region "
                  "green, the least-squares line on log10(parameters)", fontsize=9)
     return fig
+
+
+# The claims as one forest plot (issue 31; `zerolayer report`): every row of /claims on one axis, each against its
+# own claimed region, the known methods and projections beside the claim they answer, the rows true by
+# construction apart.
+_HOLM_COLORS = {**VERDICT_COLORS, "by construction": "0.45"}
+_COMPANION_KINDS = {"known": "known method", "projected": "projected", "served": "served here"}
+
+
+def _text_column(frame, name):
+    """A string column of a claims frame as str ('' where absent or NaN: files from before the column)."""
+    if name not in frame:
+        return pd.Series("", index=frame.index)
+    return frame[name].fillna("").astype(str)
+
+
+def claim_row_kind(row):
+    """What a /claims row is: "claim" (an article's claim, or one true by construction), "known" (a known method
+    or control beside a claim: known_method set), "projected" (a projected metric of the serving simulator:
+    projection set) or "served" (a metric of the real server here, serve_*: projection set)."""
+    if str(getattr(row, "known_method", "") or "") not in ("", "nan"):
+        return "known"
+    if str(getattr(row, "projection", "") or "") not in ("", "nan"):
+        return "served" if str(getattr(row, "metric", "")).startswith("serve_") else "projected"
+    return "claim"
+
+
+def claim_forest_rows(claims):
+    """The rows of a /claims frame (the articles' claims and the known, projected and served rows, in any order) in
+    the forest plot's order: each claim followed by the rows beside it (of_claim), the findings first, then the rows
+    true by construction (by_construction set) with theirs; rows beside a claim that is not in the frame come last.
+    Returns a frame with `kind` (claim_row_kind) and `group` ("finding" | "by construction") added."""
+    frame = claims.reset_index(drop=True).copy()
+    frame["kind"] = [claim_row_kind(r) for r in frame.itertuples(index=False)]
+    of_claim = _text_column(frame, "of_claim")
+    built = _text_column(frame, "by_construction") != ""
+    heads = frame[frame["kind"] == "claim"]
+    order, groups, placed = [], [], set()
+    for group, chosen in (("finding", ~built), ("by construction", built)):
+        for i in heads.index[chosen[heads.index]]:
+            companions = frame.index[(frame["kind"] != "claim") & (of_claim == frame.at[i, "id"])]
+            for j in [i, *companions]:
+                if j not in placed:
+                    order.append(j), groups.append(group), placed.add(j)
+    for j in frame.index:
+        if j not in placed:
+            order.append(j), groups.append("finding" if not built[j] else "by construction")
+    return frame.loc[order].assign(group=groups).reset_index(drop=True)
+
+
+def _forest_scale(row, values):
+    """(centre, half, region) mapping a row's raw values to the forest plot's axis, x -> (x - centre) / half: a
+    two-sided region's bounds land on -1 and +1; a one-sided region's bound on -1 (at least) or +1 (at most), a unit
+    being half the row's spread (values, mean, interval and bound); a region of no width (or none) at 0. `region`
+    is the region's (lo, hi) on the axis (±inf for an open side; None without one)."""
+    lo, hi = float(row.region_lo), float(row.region_hi)
+    points = np.asarray([*values, row.value, getattr(row, "ci_lo", np.nan), getattr(row, "ci_hi", np.nan)], float)
+    points = points[np.isfinite(points)]
+
+    def unit(anchor):
+        spread = np.max(np.abs(points - anchor)) if len(points) else 0.0
+        return spread / 2 if spread > 0 else max(abs(anchor), 1.0) * 0.1
+    if np.isfinite(lo) and np.isfinite(hi) and hi > lo:
+        return (lo + hi) / 2, (hi - lo) / 2, (-1.0, 1.0)
+    if np.isfinite(lo) and not np.isfinite(hi) and hi > 0:
+        half = unit(lo)
+        return lo + half, half, (-1.0, np.inf)
+    if np.isfinite(hi) and not np.isfinite(lo) and lo < 0:
+        half = unit(hi)
+        return hi - half, half, (-np.inf, 1.0)
+    if np.isfinite(lo) and lo == hi:
+        return lo, unit(lo), (0.0, 0.0)
+    centre = float(row.value) if np.isfinite(row.value) else 0.0
+    return centre, unit(centre), None
+
+
+def claim_measured_text(row, digits=4):
+    """'0.139 [-0.235, 0.513]' (the mean and its 95% interval, `digits` significant digits) of a /claims row; '-'
+    without a value."""
+    def fmt(v):
+        return "-" if not np.isfinite(v) else f"{v:.{digits}g}"
+    value, lo, hi = (float(getattr(row, c, np.nan)) for c in ("value", "ci_lo", "ci_hi"))
+    if not np.isfinite(value):
+        return "-"
+    return fmt(value) + (f" [{fmt(lo)}, {fmt(hi)}]" if np.isfinite(lo) and np.isfinite(hi) else "")
+
+
+def claim_forest_plot(claims, seeds=None, title=None):
+    """The claims as a forest plot: one row per /claims row (claim_forest_rows' order: each claim with its known
+    methods and projections indented under it, the rows true by construction apart under their own heading), each
+    drawn against its own claimed region (shaded green; a two-sided region's bounds at -1 and +1, a one-sided one's
+    bound at ±1; symmetric log beyond ±2, so far misses stay on the axis): the per-seed values as dots (`seeds`, the
+    /claims_seeds frame; None: none), the mean as a diamond filled by the verdict's colour and the interval the
+    verdict used as a bar. Beside each row, in its own units, the measured value and interval, the verdict and the
+    Holm verdict (each in its colour), and n with the interval's method. Rows without a value keep their line with
+    their verdict. Returns the figure."""
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch, Rectangle
+    from matplotlib.transforms import blended_transform_factory, offset_copy
+    rows = claim_forest_rows(claims)
+    per_seed = _per_seed(seeds)
+    # y positions: a gap and a heading line before the rows true by construction.
+    ys, y, headings = [], 0.0, []
+    for i, group in enumerate(rows["group"]):
+        if group == "by construction" and (i == 0 or rows.at[i - 1, "group"] != group):
+            y += 0.6 if i else 0.0
+            headings.append(y)
+            y += 1.0
+        ys.append(y)
+        y += 1.0
+    height = max(y, 1.0)
+    fig, ax = plt.subplots(figsize=(13, 0.27 * height + 2.0), layout="constrained")
+    drawn_verdicts, extent, marks = set(), [-1.5, 1.5], []
+    for yi, row in zip(ys, rows.itertuples(index=False)):
+        values = per_seed.get(row.id, np.array([]))
+        centre, half, region = _forest_scale(row, values)
+
+        def scale(x, centre=centre, half=half):
+            return (np.asarray(x, float) - centre) / half
+        chosen = [iv for iv in _intervals(row) if iv[6]] if np.isfinite(row.value) else []
+        marks.append((yi, row, values, scale, region, chosen))
+        xs = scale(np.concatenate([values, [row.value], [b for iv in chosen for b in iv[1:3]]]))
+        xs = xs[np.isfinite(xs)]
+        if len(xs):
+            extent = [min(extent[0], xs.min()), max(extent[1], xs.max())]
+    ax.set_xscale("symlog", linthresh=2, linscale=1.2)
+    forward = ax.xaxis.get_transform()
+    lo, hi = forward.transform(np.array(extent))
+    xlim = forward.inverted().transform(np.array([lo - 0.04 * (hi - lo), hi + 0.04 * (hi - lo)]))
+    ax.set_xlim(*xlim)
+    for yi, row, values, scale, region, chosen in marks:
+        if region is not None:
+            r_lo, r_hi = max(region[0], xlim[0]), min(region[1], xlim[1])
+            width = max(r_hi - r_lo, 0.0)
+            ax.add_patch(Rectangle((r_lo - (0.02 if width == 0 else 0), yi - 0.42), width or 0.04, 0.84,
+                                   color="tab:green", alpha=0.16, lw=0, zorder=0))
+        faded = row.kind != "claim"
+        for _, lo_, hi_, _, _, _, _ in chosen:
+            ax.plot(scale([lo_, hi_]), [yi, yi], color="0.25" if not faded else "0.5", lw=2.6, solid_capstyle="butt",
+                    marker="|", ms=6, mew=1.2, zorder=2, gid="interval")
+        if len(values):
+            ax.plot(scale(values), np.full(len(values), yi), "o", ms=3.2, color="0.15", alpha=0.55, mew=0, zorder=3,
+                    gid="seeds")
+        if np.isfinite(row.value):
+            ax.plot(scale([row.value]), [yi], "D" if not faded else "s", ms=6 if not faded else 5, mec="black",
+                    mew=0.6, color=VERDICT_COLORS.get(row.verdict, "0.6"), zorder=4, gid="mean")
+            drawn_verdicts.add(row.verdict)
+        else:
+            ax.text(0, yi, f"no value ({row.verdict})", ha="center", va="center", fontsize=7, color="0.45",
+                    style="italic")
+    for x in (-1, 1):
+        ax.axvline(x, color="tab:green", lw=0.6, alpha=0.5, zorder=1)
+    ax.axvline(0, color="0.6", lw=0.5, ls=":", zorder=1)
+    for h in headings:
+        ax.axhline(h - 0.8, color="0.5", lw=0.6)
+        ax.text(0.0, h, "by construction: the design fixes these values (manipulation checks, outside the Holm family)",
+                transform=blended_transform_factory(ax.transAxes, ax.transData), fontsize=8, style="italic",
+                va="center", color="0.3")
+    ticks = [t for t in (-1000, -100, -10, -2, -1, 0, 1, 2, 10, 100, 1000) if xlim[0] <= t <= xlim[1]]
+    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+    ax.xaxis.set_minor_locator(plt.NullLocator())
+    ax.grid(axis="x", color="0.92", lw=0.6, zorder=0)
+    ax.set_ylim(height - 0.4, -0.8)
+    labels = [row.id if row.kind == "claim" else f"    @{row.id.split('@', 1)[-1]} ({_COMPANION_KINDS[row.kind]})"
+              for row in rows.itertuples(index=False)]
+    ax.set_yticks(ys, labels, fontsize=7.5)
+    for label, row in zip(ax.get_yticklabels(), rows.itertuples(index=False)):
+        label.set_color(VERDICT_COLORS.get(row.verdict, "0.35") if row.kind == "claim" else "0.35")
+        if row.kind != "claim":
+            label.set_style("italic")
+    # The columns beside the plot, at fixed offsets (points) right of the axes.
+    right = blended_transform_factory(ax.transAxes, ax.transData)
+    columns = [(offset_copy(right, fig, x=x, units="points"), name)
+               for x, name in ((6, "measured [95% CI]"), (150, "verdict"), (212, "Holm"), (282, "n, interval"))]
+    for transform, name in columns:
+        ax.text(1.0, -0.8, name, transform=transform, fontsize=7.5, fontweight="bold", va="bottom")
+    for yi, row in zip(ys, rows.itertuples(index=False)):
+        holm = str(getattr(row, "verdict_holm", "") or "")
+        holm = "" if holm == "nan" else holm
+        method = str(getattr(row, "method", "") or "")
+        n = f"n={int(row.seeds)}" + (f", {method}" if method and method != "nan" else "")
+        cells = ((claim_measured_text(row, 3), "0.15"), (str(row.verdict), VERDICT_COLORS.get(row.verdict, "0.45")),
+                 (holm or "-", _HOLM_COLORS.get(holm, "0.45")), (n, "0.3"))
+        for (transform, _), (text, colour) in zip(columns, cells):
+            ax.text(1.0, yi, text, transform=transform, fontsize=7.2, va="center", color=colour)
+    ax.set_xlabel("position against the claimed region (green): a two-sided region's bounds at -1 and +1,\n"
+                  "a one-sided region's bound at ±1 (a unit: half the row's spread); linear within ±2, logarithmic "
+                  "beyond", fontsize=8)
+    ax.set_title(title or "the claims against their claimed regions", fontsize=9.5, loc="left")
+    handles = [Line2D([], [], ls="", marker="o", ms=3.2, color="0.15", alpha=0.55, label="per-seed value"),
+               Line2D([], [], color="0.25", lw=2.6, marker="|", label="95% interval (the verdict's method)"),
+               Line2D([], [], ls="", marker="D", ms=6, mec="black", mew=0.6, color="white",
+                      label="mean (filled by verdict)"),
+               Line2D([], [], ls="", marker="s", ms=5, mec="black", mew=0.6, color="white",
+                      label="known method / projection (where it lies)"),
+               Patch(color="tab:green", alpha=0.16, label="claimed region")]
+    handles += [Patch(color=VERDICT_COLORS.get(v, "0.6"), label=v) for v in sorted(drawn_verdicts)]
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.09 * 12 / max(height, 12) - 0.02),
+              ncol=-(-len(handles) // 2), fontsize=7.5, frameon=False)
+    return fig
+
+
+def training_curve_plot(loss, val_loss=None, ax=None, title=None):
+    """A run's training curves: the training loss (a Series indexed by step: load_curve(path, run, "train/loss")),
+    thin, and the validation loss at its own steps (val_loss, likewise; None or empty: none) as dots joined.
+    Returns the axes."""
+    ax = _axes(ax, (6, 2.4))
+    if loss is not None and len(loss):
+        ax.plot(loss.index, loss.to_numpy(float), color="tab:blue", lw=0.8, alpha=0.85, label="train loss")
+    if val_loss is not None and len(val_loss):
+        ax.plot(val_loss.index, val_loss.to_numpy(float), "o-", color="tab:red", ms=3.5, lw=1, label="val loss")
+    ax.set_xlabel("step", fontsize=8)
+    ax.set_ylabel("loss (nats/token)", fontsize=8)
+    ax.tick_params(labelsize=7.5)
+    ax.grid(True, lw=0.4, alpha=0.4)
+    if (loss is not None and len(loss)) or (val_loss is not None and len(val_loss)):
+        ax.legend(fontsize=7.5, frameon=False)
+    if title:
+        ax.set_title(title, fontsize=8.5)
+    return ax
+
+
+def simulator_scatter_plot(errors, tolerance=10.0, by="variant", ncols=4):
+    """The simulator's prediction (y) against the real server's measurement (x) of each figure of
+    simulator_error_table (a panel per figure, log axes when it spans more than 10x), a point per variant (its
+    colour) and load (written beside it), mean over seeds: the horizontal bar is the repeats' spread
+    (repeat_spread_pct of the measurement: the real server's own noise), the vertical bar the band a ±2% step-time
+    error moves the prediction across (band_lo..band_hi, where the file has serve/sensitivity); the diagonal is
+    exact, the grey band ±tolerance %. Returns the figure, or None for an empty table."""
+    import matplotlib.pyplot as plt
+    if errors is None or not len(errors):
+        return None
+    figures = list(dict.fromkeys(errors["figure"]))
+    ncols = max(1, min(ncols, len(figures)))
+    nrows = -(-len(figures) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols + 1.6, 3.0 * nrows + 0.4), layout="constrained",
+                             squeeze=False)
+    styles = variant_styles(errors[by])
+    for ax, figure in zip(axes.flat, figures):
+        g = errors[errors["figure"] == figure]
+        m, s = g["measured"].to_numpy(float), g["simulated"].to_numpy(float)
+        spread = np.abs(m) * g["repeat_spread_pct"].to_numpy(float) / 100
+        band = np.vstack([s - g["band_lo"].to_numpy(float), g["band_hi"].to_numpy(float) - s])
+        for k, (_, row) in enumerate(g.iterrows()):
+            _, colour, marker = styles[str(row[by])]
+            ax.errorbar([m[k]], [s[k]], xerr=None if not np.isfinite(spread[k]) else [[spread[k]], [spread[k]]],
+                        yerr=None if not np.isfinite(band[:, k]).all() else band[:, [k]], fmt=marker, color=colour,
+                        ms=5, mec="black", mew=0.4, elinewidth=0.9, capsize=2, zorder=3)
+            load = row["load"]
+            ax.annotate(f"{load:g}" if np.isfinite(load) else "trace", (m[k], s[k]), xytext=(4, -3),
+                        textcoords="offset points", fontsize=6.5, color="0.3")
+        both = np.concatenate([m, s])
+        both = both[np.isfinite(both) & (both > 0)]
+        if len(both):
+            line = np.geomspace(both.min() * 0.8, both.max() * 1.25, 50)
+            ax.plot(line, line, color="black", lw=0.7)
+            ax.fill_between(line, line * (1 - tolerance / 100), line * (1 + tolerance / 100), color="0.5", alpha=0.2,
+                            lw=0)
+            if both.max() > 10 * both.min():
+                _log_scale(ax)
+        within = int((g["error_pct"].abs() <= tolerance).sum())
+        ax.set_title(f"{serving_label(figure)}: {within}/{len(g)} within ±{tolerance:g}%", fontsize=8)
+        ax.set_xlabel("measured", fontsize=7.5)
+        ax.set_ylabel("simulated", fontsize=7.5)
+        ax.tick_params(labelsize=7)
+        ax.grid(True, which="both", lw=0.3, alpha=0.4)
+    for ax in list(axes.flat)[len(figures):]:
+        ax.set_visible(False)
+    _legend_right(axes.flat[len(figures) - 1], _variant_handles(styles))
+    fig.suptitle("simulated against measured per load (number: load as a share of capacity); mean over seeds; "
+                 "bars: the repeats' spread (x), ±2% step time (y)", fontsize=9)
+    return fig

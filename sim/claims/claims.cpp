@@ -515,9 +515,9 @@ void finish_spec(ClaimSpec& s, const std::map<std::string, std::string>& kv, con
   }
 }
 
-// "known.h2o", "known_metric.h2o" and "projected.h2o" -> "h2o"; "" for any other key.
+// "known.h2o", "known_metric.h2o", "projected.h2o" and "served.h2o" -> "h2o"; "" for any other key.
 std::string known_key_name(const std::string& key) {
-  for (const char* prefix : {"known.", "known_metric.", "projected."}) {
+  for (const char* prefix : {"known.", "known_metric.", "projected.", "served."}) {
     const std::string p = prefix;
     if (key.rfind(p, 0) != 0) continue;
     const std::string name = key.substr(p.size());
@@ -529,7 +529,8 @@ std::string known_key_name(const std::string& key) {
   return "";
 }
 
-// A claim's projected row: its runs and comparison on a projected metric.
+// A claim's projected (or served) row: its runs and comparison on a
+// projected metric (or on one of the real server here).
 ClaimSpec projected_spec(const ClaimSpec& claim, const std::string& key, const std::string& metric,
                          const std::string& where) {
   if (claim.comparison == "trend" || claim.comparison == "argmin" || claim.comparison == "breakpoint")
@@ -540,6 +541,7 @@ ClaimSpec projected_spec(const ClaimSpec& claim, const std::string& key, const s
   k.of_claim = claim.id;
   k.id = claim.id + "@" + k.known_method;
   k.projected = true;
+  k.served = key.rfind("served.", 0) == 0;
   k.metric = metric;
   k.untestable.clear();  // what cannot be measured here may still be projected
   try {
@@ -559,7 +561,7 @@ std::vector<ClaimSpec> known_specs(const ClaimSpec& claim, const std::map<std::s
   for (const auto& [key, value] : kv) {
     if (key.rfind("known_metric.", 0) == 0 && !kv.count("known." + known_key_name(key)))
       throw std::runtime_error(where + ": claim " + claim.id + ": " + key + " without known." + known_key_name(key));
-    if (key.rfind("projected.", 0) == 0) {
+    if (key.rfind("projected.", 0) == 0 || key.rfind("served.", 0) == 0) {
       out.push_back(projected_spec(claim, key, value, where));
       continue;
     }
@@ -1077,7 +1079,7 @@ std::string format_known(const ClaimResult& r) {
                                                           : r.verdict;
   char line[512];
   std::snprintf(line, sizeof line, "  %-26s %-30s %-22s %-12s %s\n", ("@" + s.known_method).c_str(), m.c_str(),
-                s.projected ? "(projected)" : "(known method)", n.c_str(), where.c_str());
+                s.served ? "(served here)" : s.projected ? "(projected)" : "(known method)", n.c_str(), where.c_str());
   std::string out = line;
   const std::string how = s.comparison == "trend" ? s.y + " ~ " + s.x + " (" + s.table + ")" : s.metric;
   out += "    " + how + ", " + s.comparison + ": " + s.treatment + (s.control.empty() ? "" : " vs " + s.control) + "\n";

@@ -47,6 +47,11 @@ struct ClaimSpec {
   // hardware, sim/serving/projection.h), id "CLAIM@NAME". A reference beside
   // the claim like a known method's row, and labelled "projected".
   bool projected = false;
+  // A served row (registry key `served.NAME = METRIC`): the same on a metric
+  // of the real server here (serve_*, sim/serving/serving_run.h), labelled
+  // "served"; otherwise a projected row (projected = true, name in the
+  // /claims projection column).
+  bool served = false;
 };
 
 // Parses a registry; each claim's `known.NAME` rows follow it in the list.

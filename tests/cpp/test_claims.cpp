@@ -267,8 +267,11 @@ std::unique_ptr<StudyAsRuns> study_as_runs(const std::string& study_file, const 
     r.seed = configs[i].seed;
     r.status = "complete";
     r.config = zl::parse_config_ini(zl::to_ini(configs[i]));
+    // Distinct per run and per metric, so that a difference of two metrics
+    // (itl_ms_p99 - itl_ms_p50) is not 0 and a relative change of it defined.
+    int k = 0;
     for (const auto& name : names)
-      r.metrics[name] = 1.0 + 0.01 * static_cast<double>(i) + 0.001 * static_cast<double>(r.seed);
+      r.metrics[name] = 1.0 + 0.01 * static_cast<double>(i) + 0.001 * static_cast<double>(r.seed) + 0.1 * ++k;
     zl::Table t;
     t.add("context_len", std::vector<int64_t>{1, 2, 3, 4});
     t.add("resampled", std::vector<int64_t>{1, 1, 0, 0});
@@ -586,6 +589,35 @@ TEST(Claims, ProjectedRowsReadTheClaimsRunsOnAProjectedMetric) {
   EXPECT_THROW(one("table = t\nx = a\ny = b\ncomparison = trend\ntreatment = variant=oet\nclaimed = 0.1\n"
                    "tolerance = 0.1\nprojected.x = m\n"),
                std::runtime_error);
+}
+
+TEST(Claims, ServedRowsReadTheRealServersCapacityAndAreLeftOutWhereNothingWasServed) {
+  auto specs = one(std::string(kRelative) + "claimed = 0.3\ntolerance = 0.1\nserved.here = serve_max_rate_slo\n"
+                   "projected.h100 = projected_max_rate_slo\n");
+  ASSERT_EQ(specs.size(), 3u);
+  const ClaimSpec& served = specs[1].served ? specs[1] : specs[2];
+  EXPECT_EQ(served.id, "T@here");
+  EXPECT_TRUE(served.projected);  // a reference beside the claim, as a projection is
+  EXPECT_EQ(served.metric, "serve_max_rate_slo");
+  ClaimsInput in;
+  for (int s = 1; s <= 3; ++s) {
+    const std::string n = std::to_string(s);
+    const double c = 10 * s;
+    in.runs.push_back(run("c" + n, "variant=sfcl", s, {{"decode_tok_s", c}, {"serve_max_rate_slo", c}}));
+    in.runs.push_back(run("t" + n, "variant=oet", s,
+                          {{"decode_tok_s", 1.3 * c}, {"serve_max_rate_slo", c * (1.31 + 0.001 * s)}}));
+  }
+  auto rows = zl::evaluate_claims(specs, in);
+  ASSERT_EQ(rows.size(), 2u);  // the projection has no runs served on a roofline: left out
+  EXPECT_EQ(rows[1].spec->id, "T@here");
+  EXPECT_NEAR(rows[1].value, 0.312, 1e-9);
+  EXPECT_TRUE(zl::is_known_row(rows[1]));
+  const std::string text = zl::format_claims(rows, true);
+  EXPECT_NE(text.find("(served here)"), std::string::npos) << text;
+  EXPECT_EQ(text.find("(projected)"), std::string::npos) << text;
+  // Runs that were not served: the served row is left out too.
+  for (auto& r : in.runs) r.metrics.erase("serve_max_rate_slo");
+  EXPECT_EQ(zl::evaluate_claims(specs, in).size(), 1u);
 }
 
 TEST(Claims, KnownMethodsStandBesideAClaimOnItsComparison) {

@@ -61,6 +61,27 @@ TEST(FusedKeyWeights, FormulaMatchesHandComputedValues) {
   EXPECT_NEAR(squash(torch::tensor({3.f}))[0].item<float>(), 0.75f, 1e-6);
 }
 
+// grad_norm's importance in closed form (models/transformer.cpp) is the
+// norm autograd gives for ∂ LSE(head(x)) / ∂x, squashed.
+TEST(FusedKeyWeights, GradNormImportanceIsTheAutogradNormOfTheLogSumExp) {
+  torch::manual_seed(5);
+  Transformer m(all_on(KW::Scale, Imp::GradNorm));
+  {
+    torch::NoGradGuard no_grad;
+    m->ln_f->weight.uniform_(0.5, 1.5);  // a norm that is not the identity
+    m->ln_f->bias.uniform_(-0.2, 0.2);
+  }
+  auto x = 3 * torch::randn({2, 5, 16});
+  auto h = x.clone().requires_grad_(true);
+  auto lse = torch::logsumexp(torch::nn::functional::linear(m->ln_f(h), m->wte->weight), -1).sum();
+  auto g = torch::autograd::grad({lse}, {h})[0];
+  auto want = g.norm(2, -1) / (1 + g.norm(2, -1));
+  auto got = m->token_importance(x);
+  ASSERT_EQ(got.sizes(), want.sizes());
+  EXPECT_TRUE(torch::allclose(got, want, 1e-5, 1e-6)) << got << want;
+  EXPECT_FALSE(got.requires_grad());
+}
+
 TEST(FusedKeyWeights, AlphaZeroIsTheBaseline) {
   // With alpha = 0 every weight is 1: the same parameters give the baseline's logits.
   for (KW kw : {KW::Scale, KW::Bias}) {
