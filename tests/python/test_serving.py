@@ -141,13 +141,14 @@ def test_claims_show_projected_rows(served_results, zl, tmpdir_zl):
     with open(registry, "w") as f:
         f.write("[claim X-throughput]\nsource = test\nclaim = no verifier serves more\nmetric = serve_max_rate_slo\n"
                 "comparison = relative\ntreatment = variant=baseline\ncontrol = variant=sfvl\nregion = 0.25 .. 0.44\n"
-                "projected.h100_7b = projected_max_rate_slo\n")
+                "projected.h100_7b = projected_max_rate_slo\nserved.here = serve_max_rate_slo\n")
     path = os.path.join(tmpdir_zl, "results.h5")
     with open(served_results, "rb") as src, open(path, "wb") as dst:
         dst.write(src.read())
     proc = zl("claims", path, "--registry", registry)
     rows = proc.stdout.split("\n@", 1)[0]
     assert "X-throughput " in rows and "@h100_7b" in rows and "(projected)" in rows
+    assert "@here" in rows and "(served here)" in rows  # the real server's capacity, beside the projection
     with h5py.File(path, "r") as f:
         table = f["claims"][:]
     ids = [i.decode() for i in table["id"]]
@@ -155,6 +156,22 @@ def test_claims_show_projected_rows(served_results, zl, tmpdir_zl):
     assert projection[ids.index("X-throughput@h100_7b")] == "h100_7b"
     assert projection[ids.index("X-throughput")] == ""
     assert math.isfinite(table["value"][ids.index("X-throughput@h100_7b")])
+    assert math.isfinite(table["value"][ids.index("X-throughput@here")])
+
+
+def test_oet_is_served_with_its_trigger(zl, tmpdir_zl):
+    """oet served (issue 29 item 4): its corrections set per row and token of each served step, so it
+    gets a capacity at the SLOs like every served variant; it takes nothing back, so no re-sampling rates."""
+    zl("serve-bench", "ablations/smoke.ini", "--output.dir", tmpdir_zl, "--variant", "oet", *SMALL)
+    path = os.path.join(tmpdir_zl, "results.h5")
+    oet = load_index(path).query("variant == 'oet'")
+    assert len(oet) == 1 and (oet["serve_served"] == 1).all()
+    assert np.isfinite(oet["serve_max_rate_slo"]).all() and (oet["serve_max_rate_slo"] > 0).all()
+    assert "serve_resample_rate" not in oet.columns or oet["serve_resample_rate"].isna().all()
+    loads = load_serving(path, "loads")
+    measured = loads[(loads.variant == "oet") & (loads.side == "measured")]
+    assert len(measured) and (measured.completed == 24).all()
+    assert load_serving(path, "steps").dropped.sum() == 0
 
 
 def test_simulate_serves_nothing_for_real(zl, tmpdir_zl):
