@@ -103,7 +103,7 @@ def sensitivity_results():
     with open(study, "w") as f:
         f.write(f"[study]\nbase = {ROOT}/ablations/smoke.ini\nname = sensitivity\n[output]\ndir = {out}\n"
                 "[calibrate]\nprompts = 16\n"
-                "[calibrate.sfcl]\ntarget = 0.15\nrange = 4, 1024\n"
+                "[calibrate.sfcl]\ntarget = 0.15\nrange = 64, 4096\n"
                 "[zip.arm]\nvariant = baseline, sfvl, sfvl, sfcl, oet\n"
                 "calibrate.sfvl.target = 0.1, 0.1, 0.3, 0, 0\n")
     for args in (["ablate", study], ["claims", os.path.join(out, "results.h5"), "--sensitivity"]):

@@ -87,7 +87,7 @@ def test_sfcl_and_oet_decode_the_width_solved_before_training(sensitivity_result
     assert (family["calibrated_target"] == 0.15).all()
     by_seed = family.pivot(index="seed", columns="variant", values="calibrated_knob_value")
     assert (by_seed["sfcl"] == by_seed["oet"]).all(), by_seed
-    assert ((by_seed >= 4) & (by_seed <= 1024)).all().all()
+    assert ((by_seed >= 64) & (by_seed <= 4096)).all().all()
     for rid, width in zip(family["run_id"], family["calibrated_knob_value"]):
         assert len(load_table(sensitivity_results, rid, "calibration/probes")) >= 9  # the grid, then the solution
         with h5py.File(sensitivity_results, "r") as f:

@@ -166,7 +166,9 @@ def test_oet_is_served_with_its_trigger(zl, tmpdir_zl):
     path = os.path.join(tmpdir_zl, "results.h5")
     oet = load_index(path).query("variant == 'oet'")
     assert len(oet) == 1 and (oet["serve_served"] == 1).all()
-    assert np.isfinite(oet["serve_max_rate_slo"]).all() and (oet["serve_max_rate_slo"] > 0).all()
+    # A capacity at the SLOs (0 when no rate meets them on a loaded machine: a measurement, not a failure).
+    assert np.isfinite(oet["serve_max_rate_slo"]).all() and (oet["serve_max_rate_slo"] >= 0).all()
+    assert np.isfinite(oet["serve_capacity_rps"]).all() and (oet["serve_capacity_rps"] > 0).all()
     assert "serve_resample_rate" not in oet.columns or oet["serve_resample_rate"].isna().all()
     loads = load_serving(path, "loads")
     measured = loads[(loads.variant == "oet") & (loads.side == "measured")]
