@@ -123,6 +123,12 @@ std::optional<OperatingPoint> training_operating_point(const RunConfig& cfg) {
   return op;
 }
 
+void set_operating_knob(RunConfig& cfg, const OperatingPoint& op, double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.10g", value);
+  set_key(cfg, op.knob, buf, Origin{"the operating point of calibrate." + op.variant});
+}
+
 bool calibrate_key_counts(const std::string& key, const RunConfig& cfg, bool training_only) {
   // The tolerance ends a bisection; a grid's solution does not depend on it.
   auto reads = [&](const std::optional<OperatingPoint>& op) {

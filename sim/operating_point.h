@@ -63,6 +63,10 @@ std::optional<OperatingPoint> training_operating_point(const RunConfig& cfg);
 // operating points existed); `training_only` for its train_id.
 bool calibrate_key_counts(const std::string& key, const RunConfig& cfg, bool training_only);
 
+// Puts `value` in force as the run's `op.knob` (every digit a probe or a
+// solution needs), its origin named as the operating point's.
+void set_operating_knob(RunConfig& cfg, const OperatingPoint& op, double value);
+
 // Why `metric` by `knob` cannot be calibrated for `variant` ("" if it can):
 // names what the variant can be solved for instead.
 std::string operating_target_problem(const std::string& variant, const std::string& metric, const std::string& knob);

@@ -54,6 +54,26 @@ OfflineTable build_offline_table(Transformer& model, const EventTrigger& trigger
   return builder.finish(tolerance);
 }
 
+namespace {
+
+// Event `k`'s coefficients for a token at text `position` (its context bucket) into out [L·C].
+void look_up(const OfflineTable& table, int k, int64_t position, int64_t context, float* out) {
+  table.lookup(table.row(k, OfflineTable::bucket_of(position, context, table.buckets)), out);
+}
+
+// The model's corrections for its next forward: `coeff` [B,T,L,C] (1 where
+// nothing fired) when an event fired, else none at all (c = 1, the module
+// skipped).
+void set_corrections(Transformer& model, const torch::Tensor& coeff, bool fired) {
+  if (!fired) return model->set_correction_mode(CorrectionMode::Identity);
+  auto c = coeff.to(model->wte->weight.device());
+  std::vector<torch::Tensor> per_layer;  // views [B,T,C]
+  for (int64_t l = 0; l < c.size(2); ++l) per_layer.push_back(c.select(2, l));
+  model->set_correction_override(per_layer);
+}
+
+}  // namespace
+
 torch::Tensor oet_coefficients(const EventTrigger& trigger, const OfflineTable& table, const torch::Tensor& tokens,
                                int64_t context, bool* fired) {
   auto x = tokens.to(torch::kCPU, torch::kLong).contiguous();
@@ -67,7 +87,7 @@ torch::Tensor oet_coefficients(const EventTrigger& trigger, const OfflineTable& 
     for (int64_t t = 0; t < T; ++t) {
       const int k = primary_event(trigger.step(st, static_cast<int32_t>(xp[b * T + t])));
       if (k < 0) continue;
-      table.lookup(table.row(k, OfflineTable::bucket_of(t, context, table.buckets)), out + (b * T + t) * n);
+      look_up(table, k, t, context, out + (b * T + t) * n);
       *fired = true;
     }
   }
@@ -75,14 +95,6 @@ torch::Tensor oet_coefficients(const EventTrigger& trigger, const OfflineTable& 
 }
 
 namespace {
-
-// Per layer views [B,T,C] of coefficients [B,T,L,C], on the model's device.
-std::vector<torch::Tensor> per_layer(const torch::Tensor& coeff, const torch::Device& dev) {
-  auto c = coeff.to(dev);
-  std::vector<torch::Tensor> out;
-  for (int64_t l = 0; l < c.size(2); ++l) out.push_back(c.select(2, l));
-  return out;
-}
 
 // The decode hook: one trigger state per sequence.
 class OetHook : public DecodeHook {
@@ -112,13 +124,12 @@ class OetHook : public DecodeHook {
       for (size_t t = 0; t < prompts[i].size(); ++t) {
         const int k = primary_event(trigger_.step(states_[i], prompts[i][t]));
         if (k < 0) continue;
-        table_.lookup(table_.row(k, OfflineTable::bucket_of(t, model_->cfg.context, table_.buckets)), out + (i * T + t) * n);
+        look_up(table_, k, t, model_->cfg.context, out + (i * T + t) * n);
         any = true;
       }
       fed_[i] = prompts[i].size();
     }
-    if (any) model_->set_correction_override(per_layer(coeff, model_->wte->weight.device()));
-    else model_->set_correction_mode(CorrectionMode::Identity);
+    set_corrections(model_, coeff, any);
   }
 
   Verdict review(const std::vector<std::vector<int32_t>>& seqs, const std::vector<bool>& active) override {
@@ -151,10 +162,9 @@ class OetHook : public DecodeHook {
         any = true;
       }
       const int64_t position = static_cast<int64_t>(seqs[i].size()) - 1;  // the token the next forward processes
-      table_.lookup(table_.row(k, OfflineTable::bucket_of(position, model_->cfg.context, table_.buckets)), out + i * n);
+      look_up(table_, k, position, model_->cfg.context, out + i * n);
     }
-    if (any) model_->set_correction_override(per_layer(buffer_, model_->wte->weight.device()));
-    else model_->set_correction_mode(CorrectionMode::Identity);
+    set_corrections(model_, buffer_, any);
     return v;
   }
 
@@ -195,12 +205,10 @@ class OetServingHook : public DecodeHook {
           buffer_ = torch::ones({batch, T, table_.layers, table_.dim}, torch::kFloat);
           out = buffer_.data_ptr<float>();
         }
-        const int64_t bucket = OfflineTable::bucket_of(f.position + j, model_->cfg.context, table_.buckets);
-        table_.lookup(table_.row(k, bucket), out + (f.sequence * T + j) * n);
+        look_up(table_, k, f.position + j, model_->cfg.context, out + (f.sequence * T + j) * n);
       }
     }
-    if (out) model_->set_correction_override(per_layer(buffer_, model_->wte->weight.device()));
-    else model_->set_correction_mode(CorrectionMode::Identity);
+    set_corrections(model_, buffer_, out != nullptr);
   }
 
   Verdict review(const std::vector<std::vector<int32_t>>& seqs, const std::vector<bool>&) override {
@@ -285,8 +293,7 @@ void OetStage::prepare(const StageContext& ctx, RunRecord& r) {
       auto [x, y] = val.eval_batch(i, ctx.cfg.train.eval_batches);
       bool fired = false;
       auto coeff = oet_coefficients(*trigger_, table_, x, ctx.cfg.model.context, &fired);
-      if (fired) ctx.model->set_correction_override(per_layer(coeff, ctx.device));
-      else ctx.model->set_correction_mode(CorrectionMode::Identity);
+      set_corrections(ctx.model, coeff, fired);
       total += ctx.model->loss(x.to(ctx.device), y.to(ctx.device)).item<double>();
     }
     ctx.model->set_correction_mode(CorrectionMode::Module);

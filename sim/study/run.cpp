@@ -43,11 +43,7 @@ int64_t peak_rss_bytes() {
 // the knob and the value reached on the calibration prompts; the stage
 // reports the value on the test prompts under the metric's own name.
 void settle_operating_point(OpenRun& run, const OperatingPoint& op, RunRecord& r, std::optional<double> frozen) {
-  auto set_knob = [&](double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.10g", v);
-    set_key(run.cfg, op.knob, buf, Origin{"the operating point of calibrate." + op.variant});
-  };
+  auto set_knob = [&](double v) { set_operating_knob(run.cfg, op, v); };
   auto& m = r.metrics;
   m["calibrated_target"] = op.target;
   if (frozen) {

@@ -56,7 +56,7 @@ Replay replay_text(const RunConfig& cfg, const Dataset& ds, int64_t count) {
 double measure_untrained(const OperatingPoint& op, const RunConfig& cfg, const Dataset& ds, const Replay& text,
                          double knob) {
   RunConfig c = cfg;
-  set_key(c, op.knob, knob_text(knob), Origin{"the operating point of calibrate." + op.variant});
+  set_operating_knob(c, op, knob);
   torch::manual_seed(static_cast<uint64_t>(c.seed));
   Transformer model = make_model(trained_family(c), model_config(c, ds.tokenizer->vocab_size()));
   model->to(resolve_device(c.train.device));
@@ -135,7 +135,7 @@ bool settle_training_point(RunConfig& cfg, const Dataset& data, RunRecord& r) {
       std::fprintf(stderr, "operating point: %s = %.4g for %s = %.3g (%.3g reached, %zu probes on untrained models)\n",
                    op->knob.c_str(), s->knob, op->metric.c_str(), op->target, s->reached, s->probes.size());
   }
-  set_key(cfg, op->knob, knob_text(s->knob), Origin{"the operating point of calibrate." + op->variant});
+  set_operating_knob(cfg, *op, s->knob);
   record_solved_point(*op, *s, cfg, r);
   return true;
 }
