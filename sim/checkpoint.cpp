@@ -7,8 +7,8 @@
 
 #include "datasets/atomic_file.h"
 #include "datasets/cache_file.h"
-#include "sim/study/stop.h"
 #include "sim/torch_bytes.h"
+#include "sim/util/stop.h"
 
 namespace zl {
 namespace fs = std::filesystem;

@@ -13,7 +13,7 @@
 
 #include "models/transformer.h"
 #include "sim/results.h"
-#include "sim/study/file_lock.h"
+#include "sim/util/file_lock.h"
 
 namespace zl {
 

@@ -9,7 +9,7 @@
 #include "sim/decoder.h"
 #include "sim/model_options.h"
 #include "sim/runtime.h"
-#include "sim/study/study_file.h"
+#include "sim/study_file.h"
 
 namespace zl {
 namespace fs = std::filesystem;

@@ -24,6 +24,7 @@
 #include "sim/claims/claims_calibration.h"
 #include "sim/claims/scaling.h"
 #include "sim/claims/sensitivity.h"
+#include "sim/claims/summary.h"
 #include "sim/config.h"
 #include "sim/decode_bench.h"
 #include "sim/decoder.h"
@@ -33,8 +34,8 @@
 #include "sim/results.h"
 #include "sim/runtime.h"
 #include "sim/study/slurm_submit.h"
-#include "sim/study/stop.h"
 #include "sim/study/study.h"
+#include "sim/util/stop.h"
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
@@ -115,6 +116,7 @@ int cmd_study(const std::string& cmd, int argc, char** argv, const std::string& 
   Study study = load_study(vm["config"].as<std::string>(), overrides);
   StudyOptions so;
   so.command_line = command_line;
+  so.summarize = print_summary;
   if (cmd != "ablate") study.axes.clear();  // one run: the base config
   if (vm.count("dry-run")) so.dry_run = true;
   if (vm.count("shard")) {
@@ -123,7 +125,7 @@ int cmd_study(const std::string& cmd, int argc, char** argv, const std::string& 
         so.shard_index < 0 || so.shard_index >= so.shard_count)
       throw std::runtime_error("--shard: expected i/n with 0 <= i < n, got '" + s + "'");
   }
-  install_stop_handlers();  // SIGTERM / SIGINT: stop at the next safe point (sim/study/stop.h)
+  install_stop_handlers();  // SIGTERM / SIGINT: stop at the next safe point (sim/util/stop.h)
   return run_study(study, so);
 }
 

@@ -17,7 +17,7 @@
 #include <type_traits>
 
 #include "sim/h5.h"
-#include "sim/study/file_lock.h"
+#include "sim/util/file_lock.h"
 
 namespace zl {
 

@@ -5,8 +5,8 @@
 #include <filesystem>
 
 #include "sim/runtime.h"
-#include "sim/study/progress.h"
-#include "sim/study/stop.h"
+#include "sim/util/progress.h"
+#include "sim/util/stop.h"
 
 namespace zl {
 namespace fs = std::filesystem;

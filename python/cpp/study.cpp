@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "python/cpp/module.h"
+#include "sim/claims/summary.h"
 #include "sim/study/study.h"
 
 namespace py = pybind11;
@@ -37,6 +38,7 @@ py::dict run(const std::string& config, const py::dict& overrides, bool single, 
   StudyOptions so;
   so.command_line = "python: zerolayer." + std::string(single ? "run" : "run_study") + "(" + config + ")";
   so.dry_run = dry_run;
+  so.summarize = print_summary;
   if (!shard.empty() &&
       (std::sscanf(shard.c_str(), "%d/%d", &so.shard_index, &so.shard_count) != 2 || so.shard_count < 1 ||
        so.shard_index < 0 || so.shard_index >= so.shard_count))

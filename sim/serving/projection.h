@@ -7,9 +7,9 @@
 // for the first accelerator and shape.
 #pragma once
 #include "models/eviction.h"
+#include "sim/open_run.h"
 #include "sim/results.h"
 #include "sim/serving/simulator.h"
-#include "sim/study/run.h"
 
 namespace zl {
 

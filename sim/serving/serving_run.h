@@ -13,8 +13,8 @@
 // profile and the fitted prediction), serve/projected; and scalars serve_*
 // (here) and projected_* (the first accelerator and shape) for the claims.
 #pragma once
+#include "sim/open_run.h"
 #include "sim/results.h"
-#include "sim/study/run.h"
 
 namespace zl {
 

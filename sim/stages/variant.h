@@ -1,7 +1,7 @@
 // What a variant adds to a run around the shared transformer (SPEC §1): side
 // models trained after the language model (sfvl's verifier, a speculative
 // draft, oet's offline table), its own decode loop or decode hook, its cost
-// per module, and its own metrics and tables. sim/study/run.cpp calls the stage at
+// per module, and its own metrics and tables. sim/run/run.cpp calls the stage at
 // each of these points; each variant's stage lives in its own file and is
 // named in make_variant_stage. The baseline is the stage that adds nothing.
 #pragma once

@@ -8,10 +8,10 @@
 #include <numeric>
 #include <random>
 
+#include "sim/open_run.h"
 #include "sim/results.h"
-#include "sim/study/file_lock.h"
-#include "sim/study/run.h"
-#include "sim/study/stop.h"
+#include "sim/util/file_lock.h"
+#include "sim/util/stop.h"
 
 namespace zl {
 

@@ -11,7 +11,7 @@
 #pragma once
 #include <string>
 
-#include "sim/study/study_file.h"
+#include "sim/study_file.h"
 
 namespace zl {
 

@@ -3,9 +3,10 @@
 // output.dir/results.h5 and prints the headline table. A failed run is
 // recorded with its error and the study goes on, exiting non-zero at the end.
 #pragma once
+#include <functional>
 #include <string>
 
-#include "sim/study/study_file.h"
+#include "sim/study_file.h"
 
 namespace zl {
 
@@ -13,13 +14,13 @@ struct StudyOptions {
   int shard_index = 0, shard_count = 1;  // --shard i/n: this process runs runs i, i+n, ...
   bool dry_run = false;                   // list the runs and which are complete
   std::string command_line;
+  // Called with the merged results file when an unsharded, verbose study ends:
+  // the CLI prints the headline table (sim/claims/summary.h). The study does
+  // not read its own results back: analysis sits above it.
+  std::function<void(const std::string&)> summarize;
 };
 
 // Returns the process exit code: 0 when every run of this slice is complete.
 int run_study(const Study& study, const StudyOptions& opt);
-
-// Prints the headline metrics of a results file, mean [95% CI] over seeds,
-// one row per variant and setting.
-void print_summary(const std::string& results_file);
 
 }  // namespace zl

@@ -22,7 +22,7 @@
 #include "sim/config.h"
 #include "sim/h5.h"
 #include "sim/results.h"
-#include "sim/study/study_file.h"
+#include "sim/study_file.h"
 #include "tests/cpp/check_helpers.h"
 #include "tests/cpp/claim_runs.h"
 

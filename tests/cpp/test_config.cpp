@@ -4,7 +4,7 @@
 #include <set>
 
 #include "sim/config.h"
-#include "sim/study/study_file.h"
+#include "sim/study_file.h"
 #include "tests/cpp/temp_dir.h"
 
 namespace zl {

@@ -15,7 +15,7 @@
 #include "sim/config.h"
 #include "sim/cost.h"
 #include "sim/model_options.h"
-#include "sim/study/study_file.h"
+#include "sim/study_file.h"
 #include "tests/cpp/check_helpers.h"
 
 namespace zl {

@@ -21,7 +21,7 @@
 #include "sim/cost.h"
 #include "sim/decoder.h"
 #include "sim/model_options.h"
-#include "sim/study/study_file.h"
+#include "sim/study_file.h"
 #include "tests/cpp/check_helpers.h"
 #include "tests/cpp/temp_dir.h"
 

@@ -12,7 +12,7 @@
 #include "sim/operating_point.h"
 #include "sim/prompts.h"
 #include "sim/stages/sfvl_stage.h"
-#include "sim/study/study_file.h"
+#include "sim/study_file.h"
 #include "tests/cpp/message_of.h"
 #include "tests/cpp/temp_dir.h"
 

@@ -1,5 +1,5 @@
 // Operating points whose knob shapes training (sim/operating_point.h,
-// sim/study/training_point.h): sfcl's width solved for a time share on a
+// sim/training_point.h): sfcl's width solved for a time share on a
 // grid before the model trains, kept beside the checkpoint that sfcl and oet
 // share, and in the train_id in the width's place.
 #include <gtest/gtest.h>
@@ -10,8 +10,8 @@
 
 #include "sim/data.h"
 #include "sim/operating_point.h"
-#include "sim/study/training_point.h"
 #include "sim/trainer.h"
+#include "sim/training_point.h"
 #include "tests/cpp/message_of.h"
 #include "tests/cpp/temp_dir.h"
 

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <string>
 
-#include "sim/study/study_file.h"
+#include "sim/study_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string input(reinterpret_cast<const char*>(data), size);

@@ -1,4 +1,4 @@
-#include "sim/study/progress.h"
+#include "sim/util/progress.h"
 
 #include <unistd.h>
 

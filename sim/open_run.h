@@ -1,26 +1,20 @@
-// One run (SPEC §6): a resolved config carried through train, evaluate,
-// decode and measure, into a RunRecord for the results file.
+// A run opened to the point of decoding: data, trained model, its variant's
+// stage with the side models prepared, prompts and decode options. A run
+// (sim/run/run.h), paired timing (sim/study/paired_timing.h) and the
+// serving measurement (sim/serving/serving_run.h) all start from here.
 #pragma once
 #include <memory>
 #include <optional>
 
 #include "sim/config.h"
 #include "sim/data.h"
+#include "sim/decode_timing.h"
 #include "sim/judge.h"
 #include "sim/prompts.h"
 #include "sim/results.h"
 #include "sim/stages/variant.h"
-#include "sim/study/decode_timing.h"
 
 namespace zl {
-
-// Executes the run; throws on failure (the study records the error). With
-// decode.timing = paired the record has no timing metrics yet: the study
-// times the run beside the other arms of its seed (sim/study/paired_timing.h).
-RunRecord execute_run(const RunConfig& cfg);
-
-// A failed run's record: status "failed" and the error message.
-RunRecord failed_run(const RunConfig& cfg, const std::string& error);
 
 // A run ready to decode: its data, its trained model (trained here, or
 // loaded from its complete checkpoint), its variant's stage with the side

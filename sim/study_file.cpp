@@ -1,4 +1,4 @@
-#include "sim/study/study_file.h"
+#include "sim/study_file.h"
 
 #include <algorithm>
 #include <filesystem>

@@ -1,4 +1,4 @@
-#include "sim/study/decode_timing.h"
+#include "sim/decode_timing.h"
 
 #include <string>
 #include <utility>

@@ -1,4 +1,4 @@
-#include "sim/study/file_lock.h"
+#include "sim/util/file_lock.h"
 
 #include <fcntl.h>
 #include <sys/file.h>

@@ -1,4 +1,4 @@
-#include "sim/study/training_point.h"
+#include "sim/training_point.h"
 
 #include <chrono>
 #include <cmath>
@@ -66,7 +66,7 @@ double measure_untrained(const OperatingPoint& op, const RunConfig& cfg, const D
         correction_step_ms(model, text.prompts, text.continuations, c.decode.batch, c.decode.max_new_tokens, fast);
     return 1.0 - without / with;
   }
-  throw std::runtime_error("no measurement before training for '" + op.metric + "' (sim/study/training_point.cpp)");
+  throw std::runtime_error("no measurement before training for '" + op.metric + "' (sim/training_point.cpp)");
 }
 
 std::map<std::string, std::string> read_keys(const std::string& path) {
@@ -99,7 +99,7 @@ std::optional<SolvedPoint> read_solution(const std::string& path, const Operatin
 
 void write_solution(const std::string& path, const OperatingPoint& op, const SolvedPoint& s) {
   std::ostringstream out;
-  out << "# The operating point this checkpoint's model is trained at (sim/study/training_point.h).\n"
+  out << "# The operating point this checkpoint's model is trained at (sim/training_point.h).\n"
       << "metric = " << op.metric << "\ntarget = " << knob_text(op.target) << "\nknob = " << op.knob
       << "\nvalue = " << knob_text(s.knob) << "\nreached = " << knob_text(s.reached) << "\nprobes =";
   for (const auto& [k, v] : s.probes) out << " " << knob_text(k) << " " << knob_text(v);

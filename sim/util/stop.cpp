@@ -1,4 +1,4 @@
-#include "sim/study/stop.h"
+#include "sim/util/stop.h"
 
 #include <csignal>
 #include <cstring>

@@ -1,0 +1,17 @@
+// One run (SPEC §6): a resolved config carried through train, evaluate,
+// decode and measure, into a RunRecord for the results file.
+#pragma once
+#include "sim/config.h"
+#include "sim/results.h"
+
+namespace zl {
+
+// Executes the run; throws on failure (the study records the error). With
+// decode.timing = paired the record has no timing metrics yet: the study
+// times the run beside the other arms of its seed (sim/study/paired_timing.h).
+RunRecord execute_run(const RunConfig& cfg);
+
+// A failed run's record: status "failed" and the error message.
+RunRecord failed_run(const RunConfig& cfg, const std::string& error);
+
+}  // namespace zl
