@@ -1,7 +1,7 @@
-// Claims (SPEC §4): the registry parses and is complete, each comparison gives
-// the known answer on hand-made runs, pairing is by seed, the verdict rule
-// holds at its boundaries, missing runs are named, and the table round-trips
-// through a results file.
+// Claims (docs/design.md#claims-and-statistics): the registry parses and is
+// complete, each comparison gives the known answer on hand-made runs, pairing
+// is by seed, the verdict rule holds at its boundaries, missing runs are
+// named, and the table round-trips through a results file.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -726,6 +727,116 @@ TEST(Claims, BreakpointFindsWhereTheMetricBendsPerSeed) {
   EXPECT_NE(zl::message_of([] { one("metric = d\ncomparison = breakpoint\ntreatment = variant=oet\nclaimed = 1\n"
                                     "tolerance = 1\n"); }).find("no over"),
             std::string::npos);
+}
+
+// Every comparison kind of the table (sim/claims/claim_measurement.h) on one
+// hand-made input with a known answer per kind, 3 seeds: variant=t has m = 2
+// and a table `events` whose y rises from 0.2 to 0.4 over x = 0..2 (a
+// relative change of 1); variant=c has m = 1.6; variant=s sweeps x.k over
+// 1..6 with `bowl` lowest at 3 and `hinge` flat to 3, then rising.
+struct KindCase {
+  std::string keys;  // the section's keys besides source, claim, comparison and the region
+  double expected;   // every seed's value
+};
+const std::map<std::string, KindCase>& kind_cases() {
+  static const std::map<std::string, KindCase> cases = {
+      {"value", {"metric = m\ntreatment = variant=t\n", 2.0}},
+      {"difference", {"metric = m\ntreatment = variant=t\ncontrol = variant=c\n", 0.4}},
+      {"relative", {"metric = m\ntreatment = variant=t\ncontrol = variant=c\n", 0.25}},
+      {"argmin", {"metric = bowl\ntreatment = variant=s\nover = x.k\n", 3.0}},
+      {"breakpoint", {"metric = hinge\ntreatment = variant=s\nover = x.k\n", 3.0}},
+      {"trend", {"table = events\nx = x\ny = y\ntreatment = variant=t\n", 1.0}},
+  };
+  return cases;
+}
+
+struct KindInput {
+  ClaimsInput in;
+  std::map<std::string, zl::Table> tables;
+  KindInput() {
+    for (int s = 1; s <= 3; ++s) {
+      const std::string seed = std::to_string(s);
+      in.runs.push_back(run("t" + seed, "variant=t", s, {{"m", 2.0}}));
+      in.runs.push_back(run("c" + seed, "variant=c", s, {{"m", 1.6}}));
+      for (int k = 1; k <= 6; ++k)
+        in.runs.push_back(run("s" + seed + "_" + std::to_string(k), "variant=s x.k=" + std::to_string(k), s,
+                              {{"bowl", (k - 3.0) * (k - 3.0)}, {"hinge", 1 + 2 * std::max(0, k - 3)}}));
+      zl::Table t;
+      t.add("x", std::vector<double>{0, 1, 2});
+      t.add("y", std::vector<double>{0.2, 0.3, 0.4});
+      tables["t" + seed] = t;
+    }
+    in.table = [this](const std::string& id, const std::string& name) -> const zl::Table* {
+      auto it = tables.find(id);
+      return name == "events" && it != tables.end() ? &it->second : nullptr;
+    };
+  }
+  KindInput(const KindInput&) = delete;  // `in.table` points into this object
+};
+
+// `keys` without its line for `key`.
+std::string without_key(const std::string& keys, const std::string& key) {
+  std::string out;
+  std::istringstream in(keys);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(key + " =", 0) != 0) out += line + "\n";
+  return out;
+}
+
+class ComparisonKinds : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ComparisonKinds, ParsesFromARegistryAndMeasuresTheKnownAnswer) {
+  const zl::ComparisonKind* kind = zl::find_comparison(GetParam());
+  ASSERT_NE(kind, nullptr);
+  auto c = kind_cases().find(GetParam());
+  ASSERT_NE(c, kind_cases().end()) << "comparison kind " << GetParam() << " has no case in kind_cases(): add one";
+  const std::string head = "comparison = " + GetParam() + "\nclaimed = 0\ntolerance = 100\n";
+  const KindInput input;
+  const auto r = eval1(one(head + c->second.keys), input.in);
+  EXPECT_EQ(r.note, "");
+  ASSERT_EQ(r.seeds, 3);
+  for (const auto& [seed, v] : r.per_seed) EXPECT_NEAR(v, c->second.expected, 0.03) << "seed " << seed;
+  EXPECT_EQ(r.verdict, "supported");
+
+  // The section must give what the table says the kind needs.
+  std::vector<std::string> needed;
+  if (kind->needs_control) needed.push_back("control");
+  if (kind->needs_over) needed.push_back("over");
+  for (const char* key : {"table", "x", "y"})
+    if (kind->reads_table) needed.push_back(key);
+  if (!kind->reads_table) needed.push_back("metric");
+  for (const std::string& key : needed)
+    EXPECT_NE(zl::message_of([&] { one(head + without_key(c->second.keys, key)); }).find("has no " + key),
+              std::string::npos)
+        << key;
+  // A projected row swaps the metric of one run per seed: only the kinds that read one take it.
+  const std::string projected = zl::message_of([&] { one(head + c->second.keys + "projected.hw = m\n"); });
+  EXPECT_EQ(projected.empty(), kind->takes_projected_metric()) << projected;
+}
+
+std::vector<std::string> comparison_kind_names() {
+  std::vector<std::string> names;
+  for (const zl::ComparisonKind& k : zl::comparison_kinds()) names.push_back(k.name);
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(Claims, ComparisonKinds, ::testing::ValuesIn(comparison_kind_names()),
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+
+TEST(Claims, AnUnknownComparisonIsRefusedNamingItAndTheKnownKinds) {
+  const std::string msg =
+      zl::message_of([] { one("metric = m\ncomparison = ratio\ntreatment = variant=t\nclaimed = 1\ntolerance = 1\n"); });
+  EXPECT_NE(msg.find("test.registry:1: claim T: comparison 'ratio' is not one of value, difference, relative, argmin"),
+            std::string::npos)
+      << msg;
+  for (const zl::ComparisonKind& k : zl::comparison_kinds()) EXPECT_NE(msg.find(k.name), std::string::npos) << msg;
+  // A spec made by hand, past the parser, is refused by the measurement too.
+  ClaimSpec s = one("metric = m\ncomparison = value\ntreatment = variant=t\nclaimed = 1\ntolerance = 1\n").at(0);
+  s.comparison = "ratio";
+  const KindInput input;
+  const std::string measured = zl::message_of([&] { zl::measure(s, input.in); });
+  EXPECT_NE(measured.find("comparison 'ratio' is not one of " + zl::comparison_names()), std::string::npos)
+      << measured;
 }
 
 TEST(Claims, SettingLabelsNameTheKeysThatVaryWithinAVariant) {
