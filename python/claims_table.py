@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The claims table in Markdown, as the README shows it: the articles' claims
+"""The claims table in Markdown, as docs/notes shows it: the articles' claims
 (measured value with the interval its verdict used, the percentile bootstrap
 beside it, the claimed region, the verdict and the Holm verdict, the seeds an
 inconclusive row needs, the operating point), then the rows true by
@@ -8,7 +8,12 @@ operating point (/claims_sensitivity). Reads what `zerolayer claims RESULTS
 [--sensitivity]` wrote.
 
     /usr/bin/python3 python/claims_table.py results/claims/results.h5
+    /usr/bin/python3 python/claims_table.py results/claims/results.h5 --short
     /usr/bin/python3 python/claims_table.py results/sensitivity/results.h5 --sensitivity
+
+--short keeps the columns a reader needs first (claim, measured value with
+its interval, claimed region, verdict, Holm verdict): the table at the top of
+the README.
 """
 import argparse
 import os
@@ -34,15 +39,21 @@ def text(row, column, default=""):
     return value if isinstance(value, str) else default
 
 
-def claims_rows(claims, apart):
-    out = ["| claim | measured [95% CI] | bootstrap | claimed | verdict | Holm | seeds needed | operating point |",
-           "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+def claims_rows(claims, apart, short=False):
+    if short:
+        out = ["| claim | measured [95% CI] | claimed | verdict | Holm |", "| --- | --- | --- | --- | --- |"]
+    else:
+        out = ["| claim | measured [95% CI] | bootstrap | claimed | verdict | Holm | seeds needed | operating point |",
+               "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for _, r in claims.iterrows():
         if bool(text(r, "by_construction")) != apart:
             continue
         measured = f"{number(r['value'])} {interval(r['ci_lo'], r['ci_hi'])}".strip()
         boot = interval(r.get("boot_lo", np.nan), r.get("boot_hi", np.nan))
         needed = int(r["seeds_needed"]) if np.isfinite(float(r.get("seeds_needed", 0))) and r.get("seeds_needed", 0) else ""
+        if short:
+            out.append(f"| {r['id']} | {measured} | {r['claimed']} | {r['verdict']} | {text(r, 'verdict_holm')} |")
+            continue
         op = text(r, "operating_point") or "as configured"
         out.append(f"| {r['id']} | {measured} | {boot} | {r['claimed']} | {r['verdict']} | {text(r, 'verdict_holm')} "
                    f"| {needed} | {op} |")
@@ -72,6 +83,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("results")
     parser.add_argument("--sensitivity", action="store_true", help="the /claims_sensitivity table only")
+    parser.add_argument("--short", action="store_true",
+                        help="claim, measured [95%% CI], claimed, verdict and Holm verdict only")
     args = parser.parse_args()
     if args.sensitivity:
         table = load_claim_sensitivity(args.results)
@@ -82,10 +95,10 @@ def main():
     claims = load_claims(args.results)
     if not len(claims):
         sys.exit(f"{args.results}: no /claims (run `zerolayer claims {args.results}`)")
-    print("\n".join(claims_rows(claims, apart=False)))
+    print("\n".join(claims_rows(claims, apart=False, short=args.short)))
     if "by_construction" in claims and (claims["by_construction"].fillna("") != "").any():
         print("\nBy construction (manipulation checks, outside the Holm family):\n")
-        print("\n".join(claims_rows(claims, apart=True)))
+        print("\n".join(claims_rows(claims, apart=True, short=args.short)))
 
 
 if __name__ == "__main__":
