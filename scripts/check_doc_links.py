@@ -53,8 +53,8 @@ def anchors(path):
     return out
 
 
-def main():
-    files = [os.path.join(ROOT, "README.md")] + sorted(glob.glob(os.path.join(ROOT, "docs", "**", "*.md"), recursive=True))
+def broken_links(files):
+    """(broken: ["file:line: target: why"], links checked) over the Markdown files `files`."""
     broken, checked = [], 0
     for path in files:
         for n, line in prose_lines(path):
@@ -69,6 +69,12 @@ def main():
                     broken.append(f"{where}: no such file")
                 elif fragment and dest.endswith(".md") and fragment not in anchors(dest):
                     broken.append(f"{where}: no heading #{fragment} in {os.path.relpath(dest, ROOT)}")
+    return broken, checked
+
+
+def main():
+    files = [os.path.join(ROOT, "README.md")] + sorted(glob.glob(os.path.join(ROOT, "docs", "**", "*.md"), recursive=True))
+    broken, checked = broken_links(files)
     for b in broken:
         print(b)
     print(f"{checked} relative links in {len(files)} files, {len(broken)} broken")

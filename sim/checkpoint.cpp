@@ -7,6 +7,7 @@
 
 #include "datasets/atomic_file.h"
 #include "datasets/cache_file.h"
+#include "sim/config.h"
 #include "sim/torch_bytes.h"
 #include "sim/util/stop.h"
 
@@ -58,7 +59,8 @@ void CheckpointDir::lock() {
 
 bool CheckpointDir::exists() const { return fs::exists(fs::path(path_) / "state.ini"); }
 
-CheckpointState CheckpointDir::load(Transformer* model, torch::optim::Optimizer* optim) const {
+CheckpointState CheckpointDir::load(Transformer* model, torch::optim::Optimizer* optim,
+                                    const std::string& family) const {
   auto state_path = fs::path(path_) / "state.ini";
   std::ifstream in(state_path);
   if (!in) throw std::runtime_error(state_path.string() + ": missing checkpoint state");
@@ -89,6 +91,17 @@ CheckpointState CheckpointDir::load(Transformer* model, torch::optim::Optimizer*
   const std::string model_name = "model-" + std::to_string(s.step) + ".pt";
   const std::string optim_name = "optim-" + std::to_string(s.step) + ".pt";
   const auto model_file = fs::path(path_) / model_name, optim_file = fs::path(path_) / optim_name;
+  // Another family's network (a latent_kv checkpoint where a baseline's was
+  // expected) is refused before its bytes are read: loaded, its tensors
+  // would take the model's places under their names, whatever their shapes.
+  if (model && !family.empty()) {
+    std::string variant;
+    const std::string recorded = checkpoint_family(path_, &variant);
+    if (!recorded.empty() && recorded != family)
+      throw std::runtime_error(model_file.string() + ": a checkpoint of family " + recorded +
+                               " (its config.ini: variant = " + variant + "), but the model loading it is of family " +
+                               family + "; refusing to load another family's network");
+  }
   std::map<std::string, std::string> bytes;  // file name -> its checked bytes
   for (const auto& [k, record] : kv) {
     if (k.rfind(kChecksumKey, 0) != 0) continue;
@@ -105,10 +118,24 @@ CheckpointState CheckpointDir::load(Transformer* model, torch::optim::Optimizer*
     auto it = bytes.find(name);
     return it != bytes.end() ? it->second : read_whole_file(file.string());
   };
+  std::vector<std::pair<std::string, std::vector<int64_t>>> shapes;  // the model's, before the file replaces them
+  if (model)
+    for (const auto& p : (*model)->named_parameters()) shapes.emplace_back(p.key(), p.value().sizes().vec());
   try {
     if (model) torch_load_bytes(*model, file_bytes(model_name, model_file));
   } catch (const std::exception& e) {
     throw std::runtime_error(model_file.string() + ": cannot load checkpoint model (corrupt or another shape)");
+  }
+  if (model) {
+    const auto params = (*model)->named_parameters();
+    for (const auto& [name, shape] : shapes) {
+      const auto* loaded = params.find(name);
+      if (loaded && loaded->sizes().vec() == shape) continue;
+      throw std::runtime_error(model_file.string() + ": parameter " + name + " is " +
+                               (loaded ? "[" + join(loaded->sizes().vec()) + "]" : "missing") +
+                               " in the checkpoint but [" + join(shape) +
+                               "] in the model: a checkpoint of another shape or family");
+    }
   }
   try {
     if (optim && fs::exists(optim_file)) torch_load_bytes(*optim, file_bytes(optim_name, optim_file));
@@ -163,6 +190,34 @@ void CheckpointDir::set_aside(const std::string& why) const {
   fs::rename(state, fs::path(path_) / "state.ini.corrupt", ec);
   std::fprintf(stderr, "warning: checkpoint damaged: %s; set aside (%s.corrupt), training it again\n", why.c_str(),
                state.string().c_str());
+}
+
+std::string checkpoint_family(const std::string& dir, std::string* variant) {
+  std::ifstream in(fs::path(dir) / "config.ini");
+  if (!in) return "";
+  // Two keys of the INI that to_ini() wrote, read without the study parser:
+  // a config.ini from another version (other keys) still names its family.
+  auto trim = [](const std::string& t) {
+    const size_t b = t.find_first_not_of(" \t\r");
+    return b == std::string::npos ? std::string() : t.substr(b, t.find_last_not_of(" \t\r") - b + 1);
+  };
+  RunConfig c;
+  std::string section;
+  for (std::string raw; std::getline(in, raw);) {
+    const std::string line = trim(raw);
+    if (line.empty() || line[0] == '#' || line[0] == ';') continue;
+    if (line.front() == '[' && line.back() == ']') {
+      section = trim(line.substr(1, line.size() - 2));
+      continue;
+    }
+    const auto eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string key = trim(line.substr(0, eq)), value = trim(line.substr(eq + 1));
+    if (section.empty() && key == "variant") c.variant = value;
+    if (section == "latent" && key == "mode") c.latent.mode = value;
+  }
+  if (variant) *variant = c.variant;
+  return trained_family(c);
 }
 
 std::string checkpoint_config(const std::string& dir) {

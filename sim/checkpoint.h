@@ -43,8 +43,13 @@ class CheckpointDir {
   // Loads the state and, if given, the model and optimizer saved with it.
   // Throws DamagedCheckpoint naming the file when a checksum disagrees (and
   // then has loaded nothing), std::runtime_error when a file is unreadable or
-  // from another model.
-  CheckpointState load(Transformer* model, torch::optim::Optimizer* optim) const;
+  // from another model. `family` (trained_family() of the run the model is
+  // for; empty: not checked): a checkpoint whose config.ini records another
+  // family is refused before anything loads, naming the file and both
+  // families. Whatever the family, a parameter the file gives another shape
+  // than the model's is an error naming it (LibTorch's load would take the
+  // file's shape silently).
+  CheckpointState load(Transformer* model, torch::optim::Optimizer* optim, const std::string& family = {}) const;
   // Moves state.ini aside (state.ini.corrupt), so that the checkpoint no
   // longer exists() and is trained again, and says why on stderr.
   void set_aside(const std::string& why) const;
@@ -60,5 +65,10 @@ class CheckpointDir {
 // Loads a model saved by a checkpoint directory (for `zerolayer generate`):
 // returns the resolved config text and fills the model.
 std::string checkpoint_config(const std::string& dir);
+
+// The family of the network a checkpoint directory holds, read from its
+// config.ini (trained_family of the variant and latent.mode recorded
+// there); "" when it has none. `variant` (optional) gets the variant.
+std::string checkpoint_family(const std::string& dir, std::string* variant = nullptr);
 
 }  // namespace zl

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "sim/operating_point.h"
+#include "sim/variants.h"
 
 namespace zl {
 namespace {
@@ -97,6 +98,11 @@ void check_latent_rank(const std::string& v) {
     throw std::invalid_argument("must be auto, a rank >= 1 or a share in (0,1] of the K/V width (0.25), got " + v);
 }
 
+// A key whose value becomes a path (output.dir, serve.trace): path_text_problem().
+void path_text(const std::string& v) {
+  if (std::string why = path_text_problem(v); !why.empty()) throw std::invalid_argument(why);
+}
+
 // A comma list of numbers > 0 ("inf" allowed where `infinite`): serve.loads, serve.rates.
 StrCheck positive_list(bool infinite, bool allow_empty) {
   return [=](const std::string& v) {
@@ -164,10 +170,9 @@ std::vector<KeySpec> build_registry() {
   using R = RunConfig;
   const auto T = KeyRole::Training, E = KeyRole::Evaluation, O = KeyRole::Output;
   std::vector<KeySpec> k;
-  k.push_back({"variant", "string", "baseline | sfvl | sfcl | oet | fused | speculative | alibi | gated_attn | sfvl_best_of_n | sfvl_oracle | sfvl_random | contrastive | streaming | h2o | latent_kv", T,
+  k.push_back({"variant", "string", variant_names(" | ") + " (zerolayer variants)", T,
                [](R& c, const std::string& t) {
-                 one_of({"baseline", "sfvl", "sfcl", "oet", "fused", "speculative", "alibi", "gated_attn", "sfvl_best_of_n",
-                         "sfvl_oracle", "sfvl_random", "contrastive", "streaming", "h2o", "latent_kv"})(t);
+                 variant_info(t);  // an unknown name is refused, naming the table's
                  c.variant = t;
                },
                [](const R& c) { return c.variant; }});
@@ -222,6 +227,12 @@ std::vector<KeySpec> build_registry() {
   k.push_back(int_key("train.eval_batches", &R::train, &TrainConfig::eval_batches, T, "batches per validation", at_least(1)));
   k.push_back(int_key("train.checkpoint_every", &R::train, &TrainConfig::checkpoint_every, O, "checkpoint period (steps)",
                       at_least(1)));
+  k.push_back(bool_key("train.memory_check", &R::train, &TrainConfig::memory_check, O,
+                       "refuse a run whose estimated peak memory exceeds what this machine has available, before "
+                       "anything is allocated (off: run anyway)"));
+  k.push_back(float_key("train.memory_margin", &R::train, &TrainConfig::memory_margin, O,
+                        "share of the available memory held back for the system and other processes (memory check)",
+                        in_range(0, 0.9)));
 
   k.push_back(int_key("decode.max_new_tokens", &R::decode, &DecodeConfig::max_new_tokens, E, "tokens generated per prompt", at_least(1)));
   k.push_back(float_key("decode.temperature", &R::decode, &DecodeConfig::temperature, E, "sampling temperature (0 = greedy)",
@@ -391,7 +402,7 @@ std::vector<KeySpec> build_registry() {
                       "request rates in requests/s instead of serve.loads, comma list (inf: all at once)",
                       positive_list(true, true))));
   k.push_back(str_key("serve.trace", &R::serve, &ServeConfig::trace, E,
-                      "trace file (CSV: arrival_s, prompt, output_tokens) instead of synthetic arrivals"));
+                      "trace file (CSV: arrival_s, prompt, output_tokens) instead of synthetic arrivals", path_text));
   k.push_back(int_key("serve.requests", &R::serve, &ServeConfig::requests, E, "requests per load", at_least(1)));
   k.push_back(int_key("serve.repeats", &R::serve, &ServeConfig::repeats, E,
                       "times the real server serves each load's same requests, back to back (2 or more: its own "
@@ -466,6 +477,7 @@ std::vector<KeySpec> build_registry() {
   k.push_back(str_key("output.dir", &R::output, &OutputConfig::dir, O, "where shards, checkpoints and results go",
                       [](const std::string& v) {
                         if (v.empty()) throw std::invalid_argument("must not be empty");
+                        path_text(v);
                       }));
   k.push_back(int_key("output.verbosity", &R::output, &OutputConfig::verbosity, O, "0 quiet, 1 progress, 2 debug",
                       at_least(0)));
@@ -490,10 +502,59 @@ std::string Origin::str(const std::string& key) const {
   return file + ": " + key;
 }
 
-const std::vector<KeySpec>& config_keys() {
-  static const std::vector<KeySpec> keys = build_registry();
+namespace {
+
+// A key a variant declares (VariantKey): parsed by its type, kept as
+// canonical text in RunConfig::options.
+KeySpec variant_key(const VariantKey& k) {
+  const std::string name = k.name, type = k.type, value = k.value;
+  auto canonical = [type](const std::string& t) -> std::string {
+    if (type == "int") return std::to_string(parse_int(t));
+    if (type == "float") return format_float(parse_float(t));
+    if (type == "bool") return parse_bool(t) ? "true" : "false";
+    if (type == "string") return t;
+    throw std::invalid_argument("type " + type + " (int, float, bool or string)");
+  };
+  canonical(value);  // a default its own type refuses is the table's mistake: said at once
+  return {name, type, k.help, k.trains ? KeyRole::Training : KeyRole::Evaluation,
+          [=](RunConfig& c, const std::string& t) { c.options[name] = canonical(t); },
+          [=](const RunConfig& c) {
+            auto it = c.options.find(name);
+            return it != c.options.end() ? it->second : canonical(value);
+          }};
+}
+
+std::vector<KeySpec>& registry() {
+  static std::vector<KeySpec> keys = [] {
+    auto k = build_registry();
+    for (const auto& v : variants())
+      for (const auto& key : v.keys) k.push_back(variant_key(key));
+    return k;
+  }();
   return keys;
 }
+
+}  // namespace
+
+const std::vector<KeySpec>& config_keys() { return registry(); }
+
+const VariantInfo& register_variant(VariantInfo info) {
+  std::vector<KeySpec> specs;
+  for (const auto& key : info.keys) specs.push_back(variant_key(key));  // checked before the row is added
+  const VariantInfo& row = add_variant_info(std::move(info));
+  for (auto& spec : specs) registry().push_back(std::move(spec));
+  return row;
+}
+
+std::string option_text(const RunConfig& cfg, const std::string& key) {
+  for (const auto& v : variants())
+    for (const auto& k : v.keys)
+      if (k.name == key) return find_key(key)->get(cfg);
+  throw std::invalid_argument("'" + key + "' is no key a variant declares (sim/variants.def: VARIANT_KEY)");
+}
+
+double option_number(const RunConfig& cfg, const std::string& key) { return parse_float(option_text(cfg, key)); }
+bool option_flag(const RunConfig& cfg, const std::string& key) { return parse_bool(option_text(cfg, key)); }
 
 const KeySpec* find_key(const std::string& name) {
   for (const auto& k : config_keys())
@@ -586,6 +647,30 @@ std::string hash_hex(const std::string& text) {
   return std::string(buf, 12);
 }
 
+std::string path_text_problem(const std::string& text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto ch = static_cast<unsigned char>(text[i]);
+    if (ch == 0)
+      return "holds a NUL byte (byte " + std::to_string(i + 1) + " of " + std::to_string(text.size()) +
+             "), which no file name can hold: the path would end there and name another file";
+    if (ch < 0x20 || ch == 0x7f) {
+      char code[8];
+      std::snprintf(code, sizeof code, "0x%02x", ch);
+      return "holds the control character " + std::string(code) + " (byte " + std::to_string(i + 1) + " of " +
+             std::to_string(text.size()) + "), which zerolayer does not put in a file name";
+    }
+  }
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find('/', start), text.size());
+    if (end - start > 255)
+      return "has a component of " + std::to_string(end - start) + " bytes ('" + text.substr(start, 24) +
+             "...'), longer than a file name may be (255)";
+    start = end + 1;
+  }
+  return "";
+}
+
 uint64_t sampling_seed(const RunConfig& cfg, uint64_t k) {
   return static_cast<uint64_t>(cfg.seed) * k + static_cast<uint64_t>(cfg.decode.seed) * 0x9E3779B97F4A7C15ull;
 }
@@ -613,44 +698,17 @@ std::string trained_family(const RunConfig& cfg) {
 }
 
 std::string trained_family(const std::string& variant) {
-  if (variant == "sfvl" || variant == "speculative") return "baseline";
-  // The sfvl controls and contrastive search decode the baseline's checkpoint (issue 13).
-  if (variant == "sfvl_best_of_n" || variant == "sfvl_oracle" || variant == "sfvl_random" || variant == "contrastive")
-    return "baseline";
-  // KV cache eviction decodes the baseline's checkpoint (models/eviction.h).
-  if (variant == "streaming" || variant == "h2o") return "baseline";
-  if (variant == "oet") return "sfcl";
-  return variant;
+  const VariantInfo* v = find_variant(variant);
+  return v ? v->family : variant;
 }
 
 namespace {
-// The verifier and the speculative draft are trained apart from the language
-// model, so verify.* and speculative.* keys never enter train_id: baseline,
-// sfvl and speculative share one checkpoint.
-// The keys each sfvl control reads (issue 13 §7): best-of-n the verifier's
-// own keys (it shares sfvl's cached verifier) and its n; the oracle and random
-// re-sampling sfvl's budget (drop, temperature bump, retries), the oracle's
-// window, and each its own key. None reads verify.threshold.
-bool control_reads(const std::string& key, const std::string& variant) {
-  auto in = [&](std::initializer_list<const char*> keys) {
-    for (const char* k : keys)
-      if (key == k) return true;
-    return false;
-  };
-  const auto budget = {"verify.drop", "verify.temp_bump", "verify.max_retries", "verify.equiv_epsilon"};
-  if (variant == "sfvl_best_of_n")
-    return in({"verify.window", "verify.params_ratio", "verify.train_steps", "verify.negative_temperature",
-               "control.best_of_n", "control.best_score"});
-  if (variant == "sfvl_oracle") return in(budget) || in({"verify.window", "control.oracle_drop"});
-  if (variant == "sfvl_random") return in(budget) || in({"control.trigger_rate"});
-  return false;
-}
 
 // `mode`: latent.mode of a latent_kv run ("" when unknown: every latent.*
 // key counts, as for the run's identity under either mode).
 bool relevant(const std::string& key, const std::string& variant, bool training_only, const std::string& mode = "",
               bool serving = false) {
-  auto family = trained_family(variant);
+  const std::string family = trained_family(variant);
   // Serving's keys say how a run is served; a run that is not served is the
   // same run whatever they say.
   if (key.rfind("serve.", 0) == 0) return serving && !training_only;
@@ -676,21 +734,23 @@ bool relevant(const std::string& key, const std::string& variant, bool training_
     };
     return (!training_only && reads(variant, false)) || reads(family, true);
   }
-  if (key.rfind("verify.", 0) == 0) return (variant == "sfvl" || control_reads(key, variant)) && !training_only;
-  if (key.rfind("control.", 0) == 0) return control_reads(key, variant) && !training_only;
-  if (key.rfind("contrastive.", 0) == 0) return variant == "contrastive" && !training_only;
-  // Contrastive search is deterministic: the sampling keys do not change it.
-  if (variant == "contrastive" && (key == "decode.temperature" || key == "decode.top_k" || key == "decode.top_p"))
-    return false;
-  if (key.rfind("speculative.", 0) == 0) return variant == "speculative" && !training_only;
-  if (key.rfind("streaming.", 0) == 0) return variant == "streaming" && !training_only;
-  if (key.rfind("h2o.", 0) == 0) return variant == "h2o" && !training_only;
-  if (key.rfind("fused.", 0) == 0) return family == "fused";
-  if (key.rfind("sfcl.", 0) == 0) return family == "sfcl";
-  if (key.rfind("oet.", 0) == 0) return variant == "oet" && !training_only;
-  if (key.rfind("alibi.", 0) == 0) return family == "alibi";
-  if (key.rfind("gated_attn.", 0) == 0) return family == "gated_attn";
-  return true;
+  // The variant table (sim/variants.def): a key that shapes the family's
+  // trained model is in both identities; one that only the variant's decoding
+  // reads is in its run id alone; a shared key the variant does not read is
+  // in neither. A key of a section the table does not know is a key someone
+  // added without saying whose it is: refused rather than silently joining
+  // every variant's identity.
+  const auto dot = key.find('.');
+  const std::string section = dot == std::string::npos ? "" : key.substr(0, dot);
+  if (!section.empty() && !known_section(section))
+    throw std::logic_error("config key '" + key + "': section '" + section +
+                           "' is neither shared by every run nor named by a variant in sim/variants.def");
+  const VariantInfo* own = find_variant(variant);
+  const VariantInfo* trained = find_variant(family);
+  if (trained && names_key(trained->trains, key)) return true;
+  if (own && names_key(own->decodes, key)) return !training_only;
+  if (section.empty() || shared_section(section)) return !(own && names_key(own->ignores, key));
+  return false;  // another variant's key
 }
 
 }  // namespace

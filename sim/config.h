@@ -43,6 +43,12 @@ struct TrainConfig {
   int64_t eval_every = 100;             // validation period in steps (and at the end)
   int64_t eval_batches = 8;             // batches per validation
   int64_t checkpoint_every = 100;       // checkpoint period in steps (and at the end)
+  // The memory check (sim/memory_estimate.h): before anything is allocated,
+  // a run whose estimated peak exceeds what this machine has available is
+  // refused, naming the keys that drive the figure. Output keys, as threads:
+  // they change no result, only whether a run is let start.
+  bool memory_check = true;             // off: run anyway (the estimate is within about 1.5x; you may know better)
+  double memory_margin = 0.1;           // share of the available memory held back for the system and other processes
 };
 
 struct DecodeConfig {
@@ -286,6 +292,9 @@ struct RunConfig {
   ServeConfig serve;
   CalibrateConfig calibrate;
   OutputConfig output;
+  // The keys variants declare in the table (sim/variants.def: VARIANT_KEY),
+  // by dotted name, as canonical text; a key not set here has its default.
+  std::map<std::string, std::string> options;
 };
 
 // Where a key's value came from, for error messages.
@@ -317,6 +326,17 @@ struct KeySpec {
 
 const std::vector<KeySpec>& config_keys();
 const KeySpec* find_key(const std::string& name);
+
+// A variant added at runtime (sim/variants.h: add_variant_info), its keys
+// joining config_keys(); returns its row. Before any config is read.
+struct VariantInfo;
+const VariantInfo& register_variant(VariantInfo info);
+
+// The value of a key a variant declares (VariantInfo::keys), or its default;
+// std::invalid_argument for a key no variant declares.
+std::string option_text(const RunConfig& cfg, const std::string& key);
+double option_number(const RunConfig& cfg, const std::string& key);
+bool option_flag(const RunConfig& cfg, const std::string& key);
 
 // Sets one key, or throws ConfigError naming the key and its origin.
 void set_key(RunConfig& cfg, const std::string& name, const std::string& value, const Origin& where);
@@ -369,6 +389,12 @@ int64_t latent_rank(const RunConfig& cfg);
 LatentSvdOptions latent_svd_options(const RunConfig& cfg);
 
 std::string hash_hex(const std::string& text);
+
+// Text that becomes a path (output.dir, serve.trace, a study or checkpoint
+// path): "" when it can name a file, else why not: a NUL byte (the system
+// call would see the path cut short there, and another file), another
+// control character, or a component longer than 255 bytes (NAME_MAX).
+std::string path_text_problem(const std::string& text);
 
 // The seed of one of a run's sampling streams (`k` names the stream: the
 // quality pass, a timed pass, a sweep): seed·k, shifted by decode.seed so an

@@ -56,7 +56,7 @@ DecodeBenchResult run_decode_bench(const RunConfig& cfg, int64_t prompt_tokens, 
     vc.variant = name;
     const bool speculative = name == "speculative", oet = name == "oet";
     torch::manual_seed(static_cast<uint64_t>(cfg.seed));
-    Transformer m = make_model(speculative ? "baseline" : oet ? "sfcl" : name, model_config(vc, mc.vocab));
+    Transformer m = make_model(trained_family(vc), model_config(vc, mc.vocab));
     fit_latent_for_run(vc, m);  // latent_kv svd: the random baseline, factorised
     m->to(resolve_device(cfg.train.device));
     Transformer draft{nullptr};  // speculative: a random draft of the study's draft shape

@@ -40,11 +40,12 @@ struct Generator::Impl {
 
 Generator::Generator(const std::string& dir) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
+  if (std::string why = path_text_problem(dir); !why.empty()) throw ConfigError("checkpoint directory: " + why);
   m.cfg = checkpoint_run_config(dir, &m.config_ini);
   configure_runtime(m.cfg.train.threads);
   m.tok = tokenizer_for(m.cfg, dir);
   m.mc = model_config(m.cfg, m.tok->vocab_size());
-  m.model = make_model(m.cfg.variant, m.mc);
+  m.model = make_model(trained_family(m.cfg), m.mc);
   CheckpointDir(dir).load(&m.model, nullptr);
   m.model->eval();
 }

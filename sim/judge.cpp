@@ -57,7 +57,7 @@ void check_judge_size(const RunConfig& cfg, int64_t vocab, int64_t model_params)
   GlobalRngScope keep;
   torch::NoGradGuard no_grad;
   const RunConfig j = judge_config(cfg);
-  const int64_t params = make_model(j.variant, model_config(j, vocab))->parameter_count();
+  const int64_t params = make_model(trained_family(j), model_config(j, vocab))->parameter_count();
   if (params < kJudgeMinRatio * model_params)
     throw ConfigError("judge.dim, judge.layers: the judge would have " + std::to_string(params) +
                       " parameters, fewer than " + std::to_string(static_cast<int>(kJudgeMinRatio)) +
@@ -69,7 +69,7 @@ Judge load_or_train_judge(const RunConfig& cfg, const Dataset& data, const torch
   const RunConfig j = judge_config(cfg);
   torch::manual_seed(static_cast<uint64_t>(j.seed));
   Judge out;
-  out.model = make_model(j.variant, model_config(j, data.tokenizer->vocab_size()));
+  out.model = make_model(trained_family(j), model_config(j, data.tokenizer->vocab_size()));
   TrainOutcome t = train_model(j, out.model, data, device);
   out.val_loss = t.val_loss;
   out.params = out.model->parameter_count();

@@ -30,12 +30,14 @@
 #include "sim/decoder.h"
 #include "sim/generate.h"
 #include "sim/h5.h"
+#include "sim/memory_estimate.h"
 #include "sim/provenance.h"
 #include "sim/results.h"
 #include "sim/runtime.h"
 #include "sim/study/slurm_submit.h"
 #include "sim/study/study.h"
 #include "sim/util/stop.h"
+#include "sim/variants.h"
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
@@ -59,6 +61,7 @@ const char* kUsage =
     "  report RESULTS    a results file as one page to share: HTML with every figure embedded (or --format md)\n"
     "  generate CKPT     sample from a checkpoint directory: --prompt TEXT\n"
     "  info              build, library versions, BLAS, threads, devices\n"
+    "  variants          every variant: its family, its keys, what it follows (--format text|md|json)\n"
     "  bench-decode CONFIG  decode tokens/s of baseline and sfvl on a random model of CONFIG's shape, and of\n"
     "                       each --variants model (baseline,sfcl,oet,fused,speculative) on both steps\n\n"
     "Run 'zerolayer COMMAND --help' for a command's options. Every config key is\n"
@@ -127,6 +130,20 @@ int cmd_study(const std::string& cmd, int argc, char** argv, const std::string& 
   }
   install_stop_handlers();  // SIGTERM / SIGINT: stop at the next safe point (sim/util/stop.h)
   return run_study(study, so);
+}
+
+// The variant table (sim/variants.def), as docs/variants.md and the plots' colours show it.
+int cmd_variants(int argc, char** argv) {
+  po::options_description opts("zerolayer variants");
+  opts.add_options()("help,h", "this help")("format", po::value<std::string>()->default_value("text"),
+                                            "text | md | json");
+  auto vm = parse(argc, argv, opts, {});
+  if (vm.count("help")) {
+    std::cout << opts << "\n";
+    return 0;
+  }
+  std::cout << format_variants(vm["format"].as<std::string>());
+  return 0;
 }
 
 int cmd_submit(int argc, char** argv) {
@@ -433,6 +450,7 @@ int cmd_bench_decode(int argc, char** argv) {
     return vm.count("help") ? 0 : 2;
   }
   RunConfig cfg = load_study(vm["config"].as<std::string>(), overrides_from(vm)).base;
+  check_memory(cfg, MemoryUse::Decode);  // random models of the shape, decoded (sim/memory_estimate.h)
   std::vector<std::string> variants;
   std::stringstream list(vm["variants"].as<std::string>());
   for (std::string v; std::getline(list, v, ',');)
@@ -491,6 +509,7 @@ int main(int argc, char** argv) {
     if (cmd == "merge") return cmd_merge(argc - 1, argv + 1, command_line);
     if (cmd == "generate") return cmd_generate(argc - 1, argv + 1);
     if (cmd == "info") return cmd_info();
+    if (cmd == "variants") return cmd_variants(argc - 1, argv + 1);
     if (cmd == "bench-decode") return cmd_bench_decode(argc - 1, argv + 1);
     if (cmd == "claims") return cmd_claims(argc - 1, argv + 1);
     if (cmd == "report") return cmd_report(argc - 1, argv + 1);

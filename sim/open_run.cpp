@@ -72,7 +72,7 @@ std::unique_ptr<OpenRun> open_run(const RunConfig& cfg, RunRecord& r, bool with_
   // data → model → trainer
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
   run->stage = make_variant_stage(cfg);  // an unknown variant fails before training
-  run->model = make_model(cfg.variant, mc);
+  run->model = make_model(trained_family(cfg), mc);
   if (with_judge && cfg.judge.enabled) check_judge_size(cfg, mc.vocab, run->model->parameter_count());
   TrainOutcome trained = train_model(run->cfg, run->model, ds, device);
   for (const auto& [name, curve] : trained.state.curves) r.curves[name] = curve;

@@ -67,6 +67,7 @@ std::string dotted(const std::string& section, const std::string& key) {
 
 std::string read_file(const std::string& path, const std::string& named_at) {
   const std::string where = named_at.empty() ? "" : named_at + ": ";
+  if (std::string why = path_text_problem(path); !why.empty()) throw ConfigError(where + "study file path " + why);
   std::error_code ec;
   if (fs::exists(path, ec) && !fs::is_regular_file(path, ec))  // not a device or a folder read forever
     throw ConfigError(where + path + ": not a regular file");

@@ -70,7 +70,7 @@ TrainOutcome train_model(const RunConfig& cfg, Transformer& model, const Dataset
   TrainOutcome out;
   if (ckpt.exists()) {
     try {
-      out.state = ckpt.load(&model, &optim);
+      out.state = ckpt.load(&model, &optim, trained_family(cfg));  // another family's checkpoint is refused
     } catch (const DamagedCheckpoint& e) {
       ckpt.set_aside(e.what());  // nothing was loaded: train from the model's initial weights
     }

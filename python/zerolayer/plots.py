@@ -3,21 +3,21 @@ whiskers and the Pareto front; re-sampling rates by context length; the claims
 table's per-seed values and intervals against each claimed region; serving:
 latency against throughput measured and simulated, the simulator's error, the
 step cost model's fit, and the projections to named hardware."""
+import json
+import os
+
 import numpy as np
 import pandas as pd
 
 from .results import pareto_front
 
 
-# One colour per variant, the same in every plot and file: the seeds' mechanisms in warm colours, the
-# published methods in cool ones, sfvl's controls in reds and browns apart enough to tell (three shades of
-# one red could not be told apart on the baselines study's plot). A variant not named here takes a colour
-# no named variant uses.
-VARIANT_COLORS = {
-    "baseline": "#404040", "sfvl": "#d62728", "sfcl": "#ff7f0e", "oet": "#bcbd22", "fused": "#9467bd",
-    "speculative": "#8c564b", "sfvl_best_of_n": "#ff9896", "sfvl_oracle": "#7b4173", "sfvl_random": "#8c6d31",
-    "contrastive": "#2ca02c", "alibi": "#1f77b4", "gated_attn": "#17becf", "streaming": "#393b79", "h2o": "#6b6ecf",
-    "latent_kv": "#e377c2"}
+# One colour per variant, the same in every plot and file, from the variant table (sim/variants.def, written
+# to variants.json by `zerolayer variants --format json`; test_variants.py keeps the copy equal): the
+# articles' mechanisms in warm colours, the published methods in cool ones, sfvl's controls in reds and
+# browns apart enough to tell. A variant the table does not name takes a colour no named variant uses.
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "variants.json")) as _f:
+    VARIANT_COLORS = {v["name"]: v["colour"] for v in json.load(_f)}
 _SPARE_COLORS = ("#7f7f7f", "#8ca252", "#bd9e39", "#ad494a", "#a55194", "#637939", "#843c39", "#5254a3")
 # One marker per setting of a variant, in the order of its settings' labels.
 _MARKERS = ("o", "s", "D", "^", "v", "P", "X", "*", "<", ">", "h", "p")

@@ -195,7 +195,7 @@ void FusedStage::finish(const StageContext& ctx, const Prompts& prompts, const D
       ModelConfig bc = model->cfg;
       bc.fused = FusedOptions{};
       base = make_model("baseline", bc);
-      ready = dir.load(&base, nullptr).complete;
+      ready = dir.load(&base, nullptr, "baseline").complete;
     }
     if (ready) {
       base->to(ctx.device);
@@ -233,5 +233,7 @@ void FusedStage::finish(const StageContext& ctx, const Prompts& prompts, const D
   m["gate_mean_factor"] = mon.gate_mean_factor;
   m["kl_from_baseline"] = base ? kl / static_cast<double>(cfg.train.eval_batches) : std::nan("");
 }
+
+std::unique_ptr<VariantStage> make_fused_stage(const RunConfig&) { return std::make_unique<FusedStage>(); }
 
 }  // namespace zl

@@ -374,4 +374,6 @@ void OetStage::finish(const StageContext& ctx, const Prompts& prompts, const Dec
   r.tables["oet/events"] = events;
 }
 
+std::unique_ptr<VariantStage> make_oet_stage(const RunConfig&) { return std::make_unique<OetStage>(); }
+
 }  // namespace zl

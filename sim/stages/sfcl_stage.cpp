@@ -132,4 +132,6 @@ std::pair<double, double> correction_step_ms(Transformer& model, const std::vect
   return {ms[0], ms[1]};
 }
 
+std::unique_ptr<VariantStage> make_sfcl_stage(const RunConfig&) { return std::make_unique<SfclStage>(); }
+
 }  // namespace zl

@@ -3,10 +3,12 @@
 // draft, oet's offline table), its own decode loop or decode hook, its cost
 // per module, and its own metrics and tables. sim/run/run.cpp calls the stage at
 // each of these points; each variant's stage lives in its own file and is
-// named in make_variant_stage. The baseline is the stage that adds nothing.
+// named by its row of the variant table (sim/variants.def). The baseline is
+// the stage that adds nothing.
 #pragma once
 #include <torch/torch.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -19,6 +21,7 @@
 #include "sim/decoder.h"
 #include "sim/prompts.h"
 #include "sim/results.h"
+#include "sim/variants.h"
 
 namespace zl {
 
@@ -84,6 +87,16 @@ class VariantStage {
   virtual void finish(const StageContext& ctx, const Prompts& prompts, const DecodeOutput& quality, RunRecord& r) {}
 };
 
+// The stage of cfg.variant: its row's factory (sim/variants.def), or the one
+// add_variant gave.
 std::unique_ptr<VariantStage> make_variant_stage(const RunConfig& cfg);
+
+using StageFactory = std::function<std::unique_ptr<VariantStage>(const RunConfig&)>;
+
+// A variant added at runtime, row and stage (a mechanism kept outside the
+// tree, or a test's: tests/cpp/test_toy_mechanism.cpp), through the same
+// table as the built-in ones (register_variant, sim/config.h). Before any
+// config is read.
+void add_variant(VariantInfo info, StageFactory make_stage);
 
 }  // namespace zl

@@ -9,6 +9,7 @@
 #include <c10/util/Exception.h>
 
 #include "datasets/atomic_file.h"
+#include "sim/memory_estimate.h"
 #include "sim/provenance.h"
 #include "sim/results.h"
 #include "sim/run/run.h"
@@ -70,12 +71,17 @@ int run_study(const Study& study, const StudyOptions& opt) {
   for (size_t i = 0; i < runs.size(); ++i)
     if (static_cast<int>(i % opt.shard_count) == opt.shard_index) mine.push_back(runs[i]);
   const auto keys = setting_keys(study);
+  // A run this machine cannot hold is refused before anything is made, the
+  // folder included (sim/memory_estimate.h; train.memory_check = off runs it anyway).
+  check_memory(mine);
   const std::string dir = study.base.output.dir;
   fs::create_directories(fs::path(dir) / "runs");
 
   if (opt.dry_run) {
+    // The train id beside the run id: runs that share one say which checkpoint they decode.
     for (const auto& c : mine)
-      std::printf("%s  %-9s %s\n", run_id(c).c_str(), shard_status(shard_path(c)).c_str(), describe(c, keys).c_str());
+      std::printf("%s  %s  %-9s %s\n", run_id(c).c_str(), train_id(c).c_str(), shard_status(shard_path(c)).c_str(),
+                  describe(c, keys).c_str());
     std::printf("%zu runs in this slice (%zu in the study)\n", mine.size(), runs.size());
     return 0;
   }

@@ -83,9 +83,9 @@ TEST(SfclCorrection, ZeroedModuleIsTheIdentity) {
   EXPECT_TRUE(torch::allclose(m->forward(tokens), skipped, 1e-6, 1e-6));
 }
 
-TEST(SfclModel, FactoryAddsTheModuleOnlyToSfclAndOet) {
+TEST(SfclModel, FactoryAddsTheModuleOnlyToSfclAndOet) {  // oet: sfcl's family (sim/variants.def)
   auto cfg = tiny_sfcl();
-  Transformer base = make_model("baseline", cfg), sfcl = make_model("sfcl", cfg), oet = make_model("oet", cfg);
+  Transformer base = make_model("baseline", cfg), sfcl = make_model("sfcl", cfg), oet = make_model(trained_family("oet"), cfg);
   EXPECT_FALSE(base->has_correction());
   EXPECT_TRUE(sfcl->has_correction());
   // Per block: fc (16*4 + 4) and out (4*16 + 16).
