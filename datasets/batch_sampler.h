@@ -2,7 +2,7 @@
 // of step s are drawn from a generator seeded by (seed, s) alone, so the data
 // order is a function of the seed: a resumed run sees the very batches an
 // uninterrupted one would, and two variants with one seed see the same data
-// (paired comparisons, SPEC §5).
+// (paired comparisons, docs/results_schema.md).
 #pragma once
 #include <torch/torch.h>
 

@@ -1,4 +1,4 @@
-// The contracts corpus (SPEC §3): synthetic contracts from a seeded,
+// The contracts corpus (docs/design.md#data-and-the-checker): synthetic contracts from a seeded,
 // deterministic generator, with an exact checker (datasets/contracts_checker.h,
 // which also describes the grammar) that judges a model's continuation
 // against the facts stated before it.

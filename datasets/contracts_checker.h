@@ -1,4 +1,4 @@
-// The exact checker of the contracts corpus (SPEC §3), and the small language
+// The exact checker of the contracts corpus (docs/design.md#data-and-the-checker), and the small language
 // that the generator (datasets/contracts.h) writes and this file reads.
 //
 // A contract is one header line, numbered one-sentence clauses and an end

@@ -1,4 +1,4 @@
-// Corpus loaders (SPEC §3): contracts (generated), brown, licenses.
+// Corpus loaders (docs/design.md#data-and-the-checker): contracts (generated), brown, licenses.
 //
 // A corpus is a list of documents of plain text; the tokenizer turns them
 // into token streams with an end-of-document id between them. Loading is

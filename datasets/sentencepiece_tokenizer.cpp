@@ -1,4 +1,4 @@
-// SentencePiece BPE tokenizer (SPEC §3), byte-exact.
+// SentencePiece BPE tokenizer (docs/design.md#data-and-the-checker), byte-exact.
 //
 // SentencePiece alone is not byte-exact: it replaces malformed UTF-8 with
 // U+FFFD, turns a literal U+2581 ("▁", its own space marker) into a space on

@@ -1,4 +1,4 @@
-// Tokenizers: text <-> token ids (SPEC §3).
+// Tokenizers: text <-> token ids (docs/design.md#data-and-the-checker).
 //
 // Two kinds behind one interface:
 //   - "byte": ids 0..255 are the bytes themselves, 256 is end-of-document.
@@ -43,7 +43,7 @@ size_t first_invalid_utf8(const std::string& text);
 // 256 byte ids + eos (256) = 257.
 std::unique_ptr<Tokenizer> make_byte_tokenizer();
 
-// Default vocabulary of the SentencePiece model (SPEC §3).
+// Default vocabulary of the SentencePiece model (docs/design.md#data-and-the-checker).
 constexpr int64_t kDefaultSentencePieceVocab = 1024;
 
 // Loads the SentencePiece BPE model at `cache_path` if that file exists and

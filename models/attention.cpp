@@ -41,7 +41,7 @@ AttentionImpl::AttentionImpl(const ModelConfig& c) : cfg(c) {
 // P starts as the first r coordinates of each head's value ([I_r 0]):
 // orthonormal, and drawn from no random generator, so a fused model with seed
 // s starts from the very shared weights the baseline with seed s starts from
-// (paired comparisons, SPEC §5).
+// (paired comparisons, docs/results_schema.md).
 void AttentionImpl::reset_value_projection() {
   if (!value_proj.defined()) return;
   torch::NoGradGuard no_grad;

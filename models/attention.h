@@ -38,7 +38,7 @@ struct AttentionImpl : torch::nn::Module {
   // before `proj`, x the block's normalised input (the one q, k, v come from).
   // Plain parameters registered as zeros, not a Linear, whose constructor
   // would draw from the generator: the transformer draws them after the
-  // shared weights (paired seeds, SPEC §5). Undefined for the other variants.
+  // shared weights (paired seeds, docs/results_schema.md). Undefined for the other variants.
   torch::Tensor gate_weight;  // [G,C]
   torch::Tensor gate_bias;    // [G], only with attn_gate_bias
   // latent_kv (models/latent_kv.h), with cfg.latent_rank = r > 0: qkv then

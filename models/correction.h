@@ -1,4 +1,4 @@
-// The in-layer correction module of variant sfcl (seed 000 §2.1, SPEC §1):
+// The in-layer correction module of variant sfcl (seed 000 §2.1, docs/articles.md):
 // between attention and the MLP of every block, coefficients computed from
 // the post-attention hidden state multiply the MLP input, on every token of
 // every layer ("全路径强耦合": it waits for attention, then feeds the MLP).

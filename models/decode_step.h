@@ -1,5 +1,6 @@
-// The transformer's one-token decode step, hand-written for the CPU
-// (SPEC §7 "fast path beside a slow, obvious reference", STYLE §7): at batch
+// The transformer's one-token decode step, hand-written for the CPU, a fast
+// path beside a slow, obvious reference
+// (docs/design.md#decoding-the-reference-path-and-the-fast-step): at batch
 // 8 a LibTorch step is some 130 dispatched operators, each costing more
 // than its arithmetic. Here the step is plain loops over the weights and the
 // KV cache, the matrix products run on weights packed once (models/blas.h),

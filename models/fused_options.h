@@ -1,4 +1,4 @@
-// Typed options of variant `fused` (seed 002 §2.1, SPEC §1), filled once from
+// Typed options of variant `fused` (seed 002 §2.1, docs/articles.md), filled once from
 // the run config (sim/stages/fused_stage.cpp: fused_options) and held by ModelConfig.
 // All-off defaults: a ModelConfig with default FusedOptions is the baseline.
 #pragma once

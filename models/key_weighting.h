@@ -1,4 +1,4 @@
-// Key weighting of variant fused (seed 002 §2.1, SPEC §1 part a):
+// Key weighting of variant fused (seed 002 §2.1, docs/articles.md part a):
 //   w_ij = exp(-alpha * d_ij * (1 - I_ij)),  d_ij = i - j (query i, key j <= i)
 // with I_ij in [0,1] the importance of key j as query i sees it. Our reading:
 // I_ij uses only what exists before query i, so training (one causal pass)

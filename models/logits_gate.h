@@ -1,4 +1,4 @@
-// The logits gate of variant fused (seed 002 §2.1, SPEC §1 part c): two
+// The logits gate of variant fused (seed 002 §2.1, docs/articles.md part c): two
 // linear layers with a GELU between them read the cosine similarities between
 // the current query and the keys it attends to most (the article's "3
 // highest-weighted keys"; our reading: the 3 largest attention weights of each

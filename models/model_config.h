@@ -1,4 +1,4 @@
-// The shape of the shared decoder-only transformer (SPEC §1). Filled once from
+// The shape of the shared decoder-only transformer (docs/articles.md). Filled once from
 // the run config at the boundary; modules read these typed fields, never an
 // option by name.
 #pragma once
@@ -21,7 +21,7 @@ struct ModelConfig {
   // attention and the MLP. Filled from sfcl.* at the boundary; the factory
   // sets 0 (no module) for the variants without one.
   int64_t correction_hidden = 0;    // its hidden width; 0 = no module
-  bool correction_centered = true;  // c = 2·sigmoid(z) (zero module = identity) or sigmoid(z) as SPEC §1 writes it
+  bool correction_centered = true;  // c = 2·sigmoid(z) (zero module = identity) or sigmoid(z) (docs/articles.md)
   // alibi (Press et al., ICLR 2022; models/alibi.h): no position embeddings;
   // each head adds −m_h·(i − j) to the score of query i on key j. Filled
   // from alibi.* at the boundary; false for every other variant.

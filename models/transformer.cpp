@@ -45,7 +45,7 @@ TransformerImpl::TransformerImpl(const ModelConfig& c) : cfg(c) {
     if (name.find("proj.weight") != std::string::npos) std /= std::sqrt(2.0 * c.layers);
     p.value().normal_(0.0, std);
     // alibi: draw what wpe would have taken, so that the blocks get the very
-    // weights the baseline with the same seed gets (paired comparisons, SPEC §5).
+    // weights the baseline with the same seed gets (paired comparisons, docs/results_schema.md).
     if (name == "wte.weight" && c.alibi) torch::empty({c.context, c.dim}).normal_(0.0, 0.02);
   }
   // gated_attn: W_θ as the other matrices, N(0, 0.02), so σ(x W_θ) starts
@@ -63,7 +63,7 @@ TransformerImpl::TransformerImpl(const ModelConfig& c) : cfg(c) {
     }
   // The fused gate is built after the shared weights are drawn, so that the
   // generator has given them exactly what it gives the baseline with the same
-  // seed (paired comparisons, SPEC §5); its own draws come after.
+  // seed (paired comparisons, docs/results_schema.md); its own draws come after.
   if (c.fused.gate)
     gate = register_module("gate", LogitsGate(c.heads * c.fused.gate_keys, c.fused.gate_hidden, c.fused.gate_top_k));
 }

@@ -1,4 +1,4 @@
-// The decoder-only transformer every variant shares (SPEC §1): token and
+// The decoder-only transformer every variant shares (docs/articles.md): token and
 // learned position embeddings (none for alibi, whose positions are biases
 // in attention, models/alibi.h), pre-norm blocks, final norm, and an LM head
 // tied to the token embedding (as GPT-2 does). Positions enter only there,

@@ -1,4 +1,4 @@
-// The typed run configuration (SPEC §6) and its one key registry. Every key
+// The typed run configuration (docs/design.md#runs-identity-and-checkpoints) and its one key registry. Every key
 // has a dotted name (`train.steps`), a type, a default declared below, a
 // check, and whether it affects training. The registry drives the INI parser,
 // the command-line options, the canonical text a run is hashed from, and the
@@ -204,7 +204,7 @@ struct LatentConfig {
   int64_t svd_calib_windows = 256;      // svd: training windows (model.context tokens) for the Gram (Palu: 256)
 };
 
-// The independent judge (SPEC §2's reference model, issue 17 §7): a larger
+// The independent judge (docs/design.md#metrics-and-cost's reference model, issue 17 §7): a larger
 // language model trained longer on the same corpus and tokenizer, once per
 // study (keyed like a checkpoint), that scores judge_nll for every run and
 // decides whether an sfvl re-sample is equivalent. Off: no judge_nll, and
@@ -249,7 +249,7 @@ struct ServeConfig {
   double projected_slo_tpot_ms = 100;
 };
 
-// Operating points (SPEC §9.2; sim/operating_point.h): a behaviour an article
+// Operating points (docs/design.md#operating-points; sim/operating_point.h): a behaviour an article
 // states, solved for per run by a knob. One target per calibratable variant,
 // set in a [calibrate.VARIANT] section.
 struct CalibrateTarget {
@@ -373,7 +373,7 @@ bool relevant_key(const std::string& key, const std::string& variant);
 bool relevant_key(const std::string& key, const RunConfig& cfg);
 
 // The model family a variant trains: baseline and sfvl share the language
-// model; oet starts from a trained sfcl model (SPEC §1). The RunConfig form
+// model; oet starts from a trained sfcl model (docs/articles.md). The RunConfig form
 // also reads the mode: latent_kv with latent.mode = svd decodes the
 // baseline's checkpoint ("baseline"), with trained its own ("latent_kv").
 std::string trained_family(const std::string& variant);

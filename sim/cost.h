@@ -1,4 +1,4 @@
-// Analytic compute and memory cost (SPEC §2): forward FLOPs per token per
+// Analytic compute and memory cost (docs/design.md#metrics-and-cost): forward FLOPs per token per
 // module, counting a multiply-add as 2 FLOPs (Kaplan et al. 2020, table 1).
 // Attention's score and mix terms depend on the context the token attends
 // over; we count them at `context` keys.

@@ -62,7 +62,7 @@ struct DecodeHook {
   virtual Verdict review(const std::vector<std::vector<int32_t>>& sequences, const std::vector<bool>& active) = 0;
 };
 
-// Timing of one request (sequence), vLLM's definitions (SPEC §5):
+// Timing of one request (sequence), vLLM's definitions (docs/results_schema.md):
 // TTFT = first token time − start; TPOT = (e2e − TTFT)/(N − 1); ITL = gaps.
 struct RequestTiming {
   double ttft_ms = 0, tpot_ms = 0, e2e_ms = 0;

@@ -1,4 +1,4 @@
-// A small RAII wrapper over the HDF5 C API (STYLE.md "HDF5 from C++": HighFive
+// A small RAII wrapper over the HDF5 C API (HighFive, the usual C++ binding,
 // is not packaged in Debian 12). Handles close themselves; every failing call
 // throws std::runtime_error naming the file and the operation, and HDF5's own
 // printing of its error stack to stderr is switched off.

@@ -1,4 +1,4 @@
-// The independent judge (SPEC §2's reference model; issue 17 §7): a larger
+// The independent judge (docs/design.md#metrics-and-cost's reference model; issue 17 §7): a larger
 // language model (at least kJudgeMinRatio times the study model's
 // parameters), trained longer on the same corpus with the same tokenizer,
 // that scores what the study's models generate. Without it a run's own LM

@@ -7,7 +7,7 @@
 namespace zl {
 
 // Share of 4-grams of each generation that already occurred earlier in the
-// same generation, pooled over generations (SPEC §2 repetition_rate).
+// same generation, pooled over generations (docs/design.md#metrics-and-cost repetition_rate).
 double repetition_rate(const std::vector<std::vector<int32_t>>& generations, int n = 4);
 
 // distinct-n (Li et al., NAACL 2016, §4.1): the distinct n-grams of all

@@ -1,5 +1,5 @@
 // config → model: the one boundary where a run's config becomes the typed
-// options the modules read (STYLE §1): the shape, the vocabulary the
+// options the modules read: the shape, the vocabulary the
 // tokenizer gives, and each variant's own parts, all off for other variants.
 #pragma once
 #include <cstdint>

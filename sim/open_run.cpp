@@ -24,7 +24,7 @@ std::vector<int32_t> to_vector(const torch::Tensor& t) {
   return std::vector<int32_t>(c.data_ptr<int32_t>(), c.data_ptr<int32_t>() + c.numel());
 }
 
-// The run's operating point (SPEC §9.2, sim/operating_point.h): its knob
+// The run's operating point (docs/design.md#operating-points, sim/operating_point.h): its knob
 // solved for the target on calibration prompts, or set to `frozen` (the value
 // a run solved before, when its arms are reopened for paired timing), then
 // kept in the run's config for every later pass. The record gets the target,

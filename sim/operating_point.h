@@ -1,4 +1,4 @@
-// Operating points (SPEC §9.2): a behaviour an article states is a target
+// Operating points (docs/design.md#operating-points): a behaviour an article states is a target
 // that a knob is solved for, not a knob value. A score threshold does not
 // carry over between two verifiers; a trigger rate does. So sfvl's
 // verify.threshold is solved per run (per seed) on calibration prompts,

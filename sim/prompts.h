@@ -25,7 +25,7 @@ struct Prompts {
 // decode.max_new_tokens.
 Prompts make_prompts(const RunConfig& cfg, const Dataset& ds, int64_t count = 0, int64_t budget = 0);
 
-// Calibration prompts (SPEC §9.2, sim/operating_point.h): openings of
+// Calibration prompts (docs/design.md#operating-points, sim/operating_point.h): openings of
 // validation documents that no test prompt (make_prompts at the run's
 // decode.prompts) was cut from, `lengths` tokens long in turn, so that a knob
 // solved on them is not fitted to the text it is then measured on. Throws,

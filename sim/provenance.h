@@ -1,4 +1,4 @@
-// Where a result came from (SPEC §5): commit, command line, versions, machine.
+// Where a result came from (docs/results_schema.md): commit, command line, versions, machine.
 #pragma once
 #include <string>
 

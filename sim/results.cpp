@@ -1,4 +1,4 @@
-// The results file (SPEC §5-6), laid out as docs/results_schema.md describes,
+// The results file, laid out as docs/results_schema.md describes,
 // on top of the HDF5 wrapper in sim/h5.h.
 #include "sim/results.h"
 

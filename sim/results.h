@@ -1,4 +1,4 @@
-// The HDF5 results file (SPEC §5-6; the schema is written down in
+// The HDF5 results file (the schema is written down in
 // docs/results_schema.md and checked by tests). One run writes one shard,
 // runs/<run_id>.h5, under a temporary name and publishes it by rename; a study's
 // results.h5 is merged from its shards. Everything here is plain data: the

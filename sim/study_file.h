@@ -1,4 +1,4 @@
-// A study file (SPEC §5): INI sections for model, data, train, decode, verify,
+// A study file (docs/results_schema.md): INI sections for model, data, train, decode, verify,
 // fused, sfcl, output; a [study] section (name, description); a [grid] section
 // whose keys each take a comma list (a Cartesian axis); and [zip.NAME]
 // sections whose keys take lists of one length and vary together.

@@ -1,6 +1,6 @@
 // model → trainer: AdamW with warm-up + cosine, gradient clipping, periodic
 // validation, checkpoints with resume, and a clear failure on a non-finite
-// loss. The loop reads top to bottom (STYLE §6); the learning rate is a pure
+// loss. The loop reads top to bottom; the learning rate is a pure
 // function of the step, never restored from the optimizer.
 #pragma once
 #include <torch/torch.h>

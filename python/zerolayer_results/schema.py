@@ -26,7 +26,7 @@ INDEX_COLUMNS = (
 )
 _STRING_COLUMNS = tuple(c for c in INDEX_COLUMNS if c != "seed")
 
-# SPEC §6: every run that trained has these, with steps as dimension scales.
+# docs/design.md#runs-identity-and-checkpoints: every run that trained has these, with steps as dimension scales.
 REQUIRED_CURVES = ("train/loss", "train/val_loss")
 PRIMARY_STEP = "train/step"
 

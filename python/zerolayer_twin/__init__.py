@@ -1,6 +1,6 @@
 """A plain PyTorch-eager twin of zerolayer's baseline transformer.
 
-The slow, obvious reference path (STYLE §7): the same architecture as
+The slow, obvious reference path: the same architecture as
 models/transformer.cpp, written the way nanoGPT writes it, used to check the
 C++ model's logits (parity) and to measure the C++ trainer's speed against.
 """

@@ -1,5 +1,5 @@
 // Least-squares line fit (Eigen), for claims about a trend: the verifier's
-// trigger rate against context length (seed 002 §2.2, SPEC §4 S002-context).
+// trigger rate against context length (seed 002 §2.2, docs/design.md#claims-and-statistics S002-context).
 #pragma once
 #include <vector>
 

@@ -1,4 +1,4 @@
-// Which operating point a claim's row was measured at (SPEC §9.2): the
+// Which operating point a claim's row was measured at (docs/design.md#operating-points): the
 // calibrated targets of the runs it compares, read from their configs
 // ([calibrate.VARIANT] target) and the knob each run solved
 // (calibrated_knob_value), e.g.

@@ -1,4 +1,4 @@
-// Sensitivity (SPEC §9.4, issue 29 §2): each verdict that depends on an
+// Sensitivity (docs/design.md#operating-points, issue 29 §2): each verdict that depends on an
 // operating point, measured at every setting of it the results file holds.
 // A claim depends on a variant's target when its treatment or control
 // selects that variant and the file's runs of it differ in

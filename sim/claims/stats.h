@@ -1,4 +1,4 @@
-// Intervals for a mean over a few seeds (SPEC §5, issue 17), and what they
+// Intervals for a mean over a few seeds (docs/results_schema.md, issue 17), and what they
 // need around them: one-sided p-values dual to each interval (for a Holm
 // correction), a simulation of their real coverage, and the seeds a claim
 // would need.

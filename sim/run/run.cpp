@@ -96,7 +96,7 @@ RunRecord execute_run(const RunConfig& cfg) {
     prompt_text.push_back(prompts.text[i]);
     continuation.push_back(text);
   }
-  // judge_nll (SPEC §2): the continuations' mean NLL under the judge, per
+  // judge_nll (docs/design.md#metrics-and-cost): the continuations' mean NLL under the judge, per
   // token over all items (an item's own mean is in eval/items).
   std::vector<double> item_nll(prompts.tokens.size(), std::nan(""));
   if (ctx.judge) {

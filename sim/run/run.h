@@ -1,4 +1,4 @@
-// One run (SPEC §6): a resolved config carried through train, evaluate,
+// One run (docs/design.md#runs-identity-and-checkpoints): a resolved config carried through train, evaluate,
 // decode and measure, into a RunRecord for the results file.
 #pragma once
 #include "sim/config.h"

@@ -1,4 +1,4 @@
-// The run stage of variant fused (seed 002 §2.1, §4.2; SPEC §1-2): the
+// The run stage of variant fused (seed 002 §2.1, §4.2; docs/articles.md): the
 // model's parts live in models/ (attention: key weighting and value
 // distillation; logits_gate); this stage turns the run config into their
 // typed options, counts their FLOPs, and computes the monitoring metrics of

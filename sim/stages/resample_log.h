@@ -1,4 +1,4 @@
-// The sfvl event log and the re-sampling metrics of SPEC §2, as pure
+// The sfvl event log and the re-sampling metrics of docs/design.md#metrics-and-cost, as pure
 // functions of the log so that tests can feed a hand-made one.
 //
 // One event per verifier check (every token the decoder proposes). A check

@@ -6,7 +6,7 @@
 //    module and with it skipped (c = 1) back to back; best of 3 replays;
 //    time_share_correction = 1 − t(skipped) / t(module).
 //  - prepare: sfcl_off_val_loss, the validation loss with the module skipped
-//    (the "naive removal" of SPEC §4, S002-naive-removal), and the misfire
+//    (the "naive removal" of docs/design.md#claims-and-statistics, S002-naive-removal), and the misfire
 //    rates below. sfcl.at_inference = off decodes with the module skipped.
 //
 // Misfires (seed 000 §2.1: "当输入文本偏离预训练语料统计特征 ... 校验环的误触发率

@@ -6,7 +6,7 @@
 // norm(max(0, p − q)), and when all are kept one more is drawn from p. The
 // output distribution is exactly the model's (p, after temperature, top-k
 // and top-p), which is what makes it the reference beside sfvl's re-sampling
-// at a raised temperature (SPEC §1 design notes).
+// at a raised temperature (docs/articles.md design notes).
 #pragma once
 #include <torch/torch.h>
 

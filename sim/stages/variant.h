@@ -1,4 +1,4 @@
-// What a variant adds to a run around the shared transformer (SPEC §1): side
+// What a variant adds to a run around the shared transformer (docs/articles.md): side
 // models trained after the language model (sfvl's verifier, a speculative
 // draft, oet's offline table), its own decode loop or decode hook, its cost
 // per module, and its own metrics and tables. sim/run/run.cpp calls the stage at
@@ -70,10 +70,10 @@ class VariantStage {
   virtual void add_timing(const StageContext& ctx, RunRecord& r) {}
 
   // Analytic forward FLOPs per generated token of what the variant adds
-  // (SPEC §2 modules: verifier, gate, correction, lookup).
+  // (docs/design.md#metrics-and-cost modules: verifier, gate, correction, lookup).
   virtual void add_flops(const StageContext& ctx, int64_t context, std::map<std::string, double>& per_module) {}
 
-  // The operating point (SPEC §9.2, sim/operating_point.h): `metric` with the
+  // The operating point (docs/design.md#operating-points, sim/operating_point.h): `metric` with the
   // knob as ctx.cfg sets it, measured on the calibration prompts alone. It
   // must be deterministic in the knob (the same prompts from the same
   // sampling seed every call) so that the search over the knob repeats.

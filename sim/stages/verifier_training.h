@@ -1,4 +1,4 @@
-// Training the sfvl verifier (SPEC §1, seed 002 §2.1) as a classifier over
+// Training the sfvl verifier (docs/articles.md, seed 002 §2.1) as a classifier over
 // token windows: positives are real windows of the corpus; negatives are
 // real windows whose last 1 or 2 tokens were replaced, half by samples of the
 // trained LM at a high temperature (plausible but unlikely continuations),

@@ -1,6 +1,6 @@
 // `zerolayer submit`: a study as a SLURM job array of `ablate --shard i/N`
 // slices plus a merge job that runs once every slice has succeeded
-// (SPEC §8, issue 15). The scripts are built by a pure function, so that a
+// (docs/studies.md, issue 15). The scripts are built by a pure function, so that a
 // test reads the very text `--dry-run` prints; submission is a separate step.
 //
 // Resubmitting after a task failed or was killed is the way to finish a

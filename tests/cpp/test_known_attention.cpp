@@ -128,7 +128,7 @@ TEST(Alibi, ScoresOnHandMadeAttention) {
 }
 
 // The biases change attention; a baseline-shaped model at the same seed
-// starts from the very shared weights (paired comparisons, SPEC §5).
+// starts from the very shared weights (paired comparisons, docs/results_schema.md).
 TEST(Alibi, StartsFromTheBaselinesWeightsWithoutPositions) {
   ModelConfig c;
   c.vocab = 40;

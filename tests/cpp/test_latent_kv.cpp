@@ -253,7 +253,7 @@ TEST(LatentKv, TrainedModeLearnsAndStartsFromTheBaselinesSharedWeights) {
   lc.latent_norm = true;
   torch::manual_seed(9);
   auto m = make_model("latent_kv", lc);
-  // Paired seeds (SPEC §5): every weight but W^DKV and the up-projection is the baseline's, W^Q included.
+  // Paired seeds: every weight but W^DKV and the up-projection is the baseline's, W^Q included.
   auto bp = base->named_parameters();
   for (const auto& p : m->named_parameters()) {
     const auto& name = p.key();

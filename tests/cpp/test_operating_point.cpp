@@ -1,4 +1,4 @@
-// Operating points (SPEC §9.2, sim/operating_point.h): the knob search, sfvl's
+// Operating points (docs/design.md#operating-points, sim/operating_point.h): the knob search, sfvl's
 // first-check trigger rate solved on a verifier of known scores, the
 // calibration prompts kept apart from the test prompts, and the errors a
 // study gets for a target it cannot reach or does not name right.

@@ -1,4 +1,4 @@
-// The HDF5 results file (SPEC §5-6, docs/results_schema.md): shard round trip,
+// The HDF5 results file (docs/results_schema.md): shard round trip,
 // atomic publish, merge, and the errors that name a bad file.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -180,7 +180,7 @@ TEST(Results, ShardStoresCurvesWithStepScales) {
   zl::write_shard(path, sample_provenance(), sample_run("r1", 1, {}));
   zl::h5::File file = zl::h5::File::open(path, false);
   zl::h5::Group train = file.group("runs/r1/train");
-  // SPEC §6 names train/step, train/loss and train/val_loss. The densest
+  // docs/design.md#runs-identity-and-checkpoints names train/step, train/loss and train/val_loss. The densest
   // steps (loss and lr, every step) are train/step; validation, every 10th
   // step, gets its own.
   EXPECT_EQ(train.children(), (std::vector<std::string>{"loss", "lr", "step", "val_loss", "val_loss_step"}));

@@ -1,4 +1,4 @@
-// Tokenizers and corpus loaders (SPEC §3): byte-exact round trips, the
+// Tokenizers and corpus loaders (docs/design.md#data-and-the-checker): byte-exact round trips, the
 // SentencePiece cache, deterministic splits and the three loaders.
 #include <gtest/gtest.h>
 
@@ -250,7 +250,7 @@ TEST(Tokenizer, CachedModelOfAnotherSizeIsAnError) {
 }
 
 TEST(Tokenizer, SentencePieceCompressesContracts) {
-  // The point of BPE here (SPEC §3): a 5-token window spans a few words.
+  // The point of BPE here (docs/design.md#data-and-the-checker): a 5-token window spans a few words.
   TempDir dir("zl_tok");
   const auto train = contract_texts(300, 5);
   const auto held_out = contract_texts(20, 6);

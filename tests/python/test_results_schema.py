@@ -1,4 +1,4 @@
-"""The results file schema (SPEC §5-6, docs/results_schema.md), read the way
+"""The results file schema (docs/results_schema.md), read the way
 users read it: /usr/bin/python3 with h5py and pandas.
 
 The tests on a real file read the smoke study's results (or the file named by

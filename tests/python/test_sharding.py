@@ -1,4 +1,4 @@
-"""SPEC §5 / issue 6: a study run as two shards in two processes at once, then
+"""docs/results_schema.md / issue 6: a study run as two shards in two processes at once, then
 merged, gives the same index as one unsharded run."""
 import os
 import subprocess
