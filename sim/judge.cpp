@@ -70,7 +70,7 @@ Judge load_or_train_judge(const RunConfig& cfg, const Dataset& data, const torch
   torch::manual_seed(static_cast<uint64_t>(j.seed));
   Judge out;
   out.model = make_model(trained_family(j), model_config(j, data.tokenizer->vocab_size()));
-  TrainOutcome t = train_model(j, out.model, data, device);
+  TrainOutcome t = train_model(j, identify(j), out.model, data, device);
   out.val_loss = t.val_loss;
   out.params = out.model->parameter_count();
   out.reused = t.reused;

@@ -61,6 +61,7 @@ std::unique_ptr<OpenRun> open_run(const RunConfig& cfg, RunRecord& r, bool with_
   const torch::Device device = resolve_device(cfg.train.device);
   auto run = std::make_unique<OpenRun>();
   run->cfg = cfg;
+  run->id = identify(cfg);
 
   // config → data
   run->data = prepare_data(cfg);
@@ -72,9 +73,9 @@ std::unique_ptr<OpenRun> open_run(const RunConfig& cfg, RunRecord& r, bool with_
   // data → model → trainer
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
   run->stage = make_variant_stage(cfg);  // an unknown variant fails before training
-  run->model = make_model(trained_family(cfg), mc);
+  run->model = make_model(run->id.family, mc);
   if (with_judge && cfg.judge.enabled) check_judge_size(cfg, mc.vocab, run->model->parameter_count());
-  TrainOutcome trained = train_model(run->cfg, run->model, ds, device);
+  TrainOutcome trained = train_model(run->cfg, run->id, run->model, ds, device);
   for (const auto& [name, curve] : trained.state.curves) r.curves[name] = curve;
 
   auto& m = r.metrics;
@@ -86,7 +87,7 @@ std::unique_ptr<OpenRun> open_run(const RunConfig& cfg, RunRecord& r, bool with_
   m["unigram_loss"] = unigram_loss(to_vector(ds.train.tokens), to_vector(ds.val.tokens), mc.vocab);
 
   // The variant's own models (verifier, draft, table), after the LM.
-  run->ctx = std::make_unique<StageContext>(StageContext{run->cfg, run->model, run->data, device, checkpoint_path(cfg)});
+  run->ctx = std::make_unique<StageContext>(StageContext{run->cfg, run->model, run->data, device, run->id.checkpoint_dir});
   run->stage->prepare(*run->ctx, r);
   if (auto op = operating_point(cfg)) settle_operating_point(*run, *op, r, frozen_knob);
 

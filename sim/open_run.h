@@ -12,6 +12,7 @@
 #include "sim/judge.h"
 #include "sim/prompts.h"
 #include "sim/results.h"
+#include "sim/run_identity.h"
 #include "sim/stages/variant.h"
 
 namespace zl {
@@ -22,6 +23,7 @@ namespace zl {
 // to the members.
 struct OpenRun {
   RunConfig cfg;
+  RunIdentity id;  // resolved once, from the config as the study gave it
   Dataset data;
   Transformer model{nullptr};
   std::unique_ptr<VariantStage> stage;

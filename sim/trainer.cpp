@@ -18,9 +18,7 @@ double learning_rate(const TrainConfig& t, int64_t step) {
   return t.lr * (t.min_lr_ratio + (1.0 - t.min_lr_ratio) * cosine);
 }
 
-std::string checkpoint_path(const RunConfig& cfg) {
-  return (fs::path(cfg.output.dir) / "checkpoints" / train_id(cfg)).string();
-}
+std::string checkpoint_path(const RunConfig& cfg) { return identify(cfg).checkpoint_dir; }
 
 double evaluate_loss(Transformer& model, const BatchSampler& val, int64_t batches, const torch::Device& device,
                      bool bf16) {
@@ -59,10 +57,11 @@ void set_lr(torch::optim::AdamW& opt, double lr) {
 
 }  // namespace
 
-TrainOutcome train_model(const RunConfig& cfg, Transformer& model, const Dataset& data, const torch::Device& device) {
+TrainOutcome train_model(const RunConfig& cfg, const RunIdentity& id, Transformer& model, const Dataset& data,
+                         const torch::Device& device) {
   const TrainConfig& t = cfg.train;
   const bool bf16 = t.precision == "bf16";
-  CheckpointDir ckpt(checkpoint_path(cfg));
+  CheckpointDir ckpt(id.checkpoint_dir);
   ckpt.lock();  // another shard training the same model waits, then reuses it
 
   model->to(device);
@@ -70,7 +69,7 @@ TrainOutcome train_model(const RunConfig& cfg, Transformer& model, const Dataset
   TrainOutcome out;
   if (ckpt.exists()) {
     try {
-      out.state = ckpt.load(&model, &optim, trained_family(cfg));  // another family's checkpoint is refused
+      out.state = ckpt.load(&model, &optim, id.family);  // another family's checkpoint is refused
     } catch (const DamagedCheckpoint& e) {
       ckpt.set_aside(e.what());  // nothing was loaded: train from the model's initial weights
     }
@@ -83,7 +82,7 @@ TrainOutcome train_model(const RunConfig& cfg, Transformer& model, const Dataset
   auto save = [&]() { ckpt.save(out.state, model, &optim, to_ini(cfg), tokenizer_model); };
 
   out.reused = out.state.complete;
-  Progress progress("train " + train_id(cfg), t.steps, cfg.output.verbosity > 0);
+  Progress progress("train " + id.train_id, t.steps, cfg.output.verbosity > 0);
   model->train();
   while (!out.state.complete) {
     CheckpointState& s = out.state;
@@ -133,7 +132,7 @@ TrainOutcome train_model(const RunConfig& cfg, Transformer& model, const Dataset
     progress.update(s.step, "loss " + std::to_string(loss_value).substr(0, 6));
     if (stopping) {
       progress.finish();
-      throw_if_stop_requested("at training step " + std::to_string(s.step) + " of " + train_id(cfg) +
+      throw_if_stop_requested("at training step " + std::to_string(s.step) + " of " + id.train_id +
                               " (checkpoint saved)");
     }
   }

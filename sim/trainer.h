@@ -13,6 +13,7 @@
 #include "sim/checkpoint.h"
 #include "sim/config.h"
 #include "sim/data.h"
+#include "sim/run_identity.h"
 
 namespace zl {
 
@@ -34,9 +35,11 @@ double learning_rate(const TrainConfig& t, int64_t step);
 double evaluate_loss(Transformer& model, const BatchSampler& val, int64_t batches, const torch::Device& device,
                      bool bf16);
 
-// Trains (resuming from, or reusing, output.dir/checkpoints/<train_id>).
-TrainOutcome train_model(const RunConfig& cfg, Transformer& model, const Dataset& data, const torch::Device& device);
+// Trains (resuming from, or reusing, id.checkpoint_dir); `id` is identify(cfg).
+TrainOutcome train_model(const RunConfig& cfg, const RunIdentity& id, Transformer& model, const Dataset& data,
+                         const torch::Device& device);
 
+// identify(cfg).checkpoint_dir, for a side model's config (a draft, a judge).
 std::string checkpoint_path(const RunConfig& cfg);
 
 }  // namespace zl

@@ -12,6 +12,7 @@
 #include "sim/metrics.h"
 #include "sim/open_run.h"
 #include "sim/provenance.h"
+#include "sim/run_identity.h"
 #include "sim/runtime.h"
 #include "sim/serving/serving_run.h"
 
@@ -28,8 +29,9 @@ int64_t peak_rss_bytes() {
 
 RunRecord failed_run(const RunConfig& cfg, const std::string& error) {
   RunRecord r;
-  r.run_id = run_id(cfg);
-  r.train_id = train_id(cfg);
+  const RunIdentity id = identify(cfg);
+  r.run_id = id.run_id;
+  r.train_id = id.train_id;
   r.variant = cfg.variant;
   r.seed = cfg.seed;
   r.status = "failed";

@@ -44,7 +44,7 @@ class SpeculativeStage : public VariantStage {
     mc.vocab = vocab;
     torch::manual_seed(static_cast<uint64_t>(ctx.cfg.seed) + 101);
     draft_ = make_model("baseline", mc);
-    TrainOutcome trained = train_model(draft_cfg_, draft_, ctx.data, ctx.device);
+    TrainOutcome trained = train_model(draft_cfg_, identify(draft_cfg_), draft_, ctx.data, ctx.device);
     r.metrics["draft_params"] = static_cast<double>(draft_->parameter_count());
     r.metrics["draft_params_ratio"] = static_cast<double>(draft_->parameter_count()) / ctx.model->parameter_count();
     r.metrics["draft_val_loss"] = trained.val_loss;

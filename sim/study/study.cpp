@@ -13,6 +13,7 @@
 #include "sim/provenance.h"
 #include "sim/results.h"
 #include "sim/run/run.h"
+#include "sim/run_identity.h"
 #include "sim/runtime.h"
 #include "sim/study/paired_timing.h"
 #include "sim/util/file_lock.h"
@@ -23,14 +24,6 @@ namespace zl {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string shard_path(const RunConfig& cfg) {
-  return (fs::path(cfg.output.dir) / "runs" / (run_id(cfg) + ".h5")).string();
-}
-
-std::string run_lock_path(const RunConfig& cfg) {
-  return (fs::path(cfg.output.dir) / "locks" / (run_id(cfg) + ".lock")).string();
-}
 
 // "complete", "failed", "missing", or "corrupt: <why>".
 std::string shard_status(const std::string& path) {
@@ -62,14 +55,24 @@ std::string describe(const RunConfig& c, const std::vector<std::string>& keys) {
 }  // namespace
 
 int run_study(const Study& study, const StudyOptions& opt) {
-  // Dedupe: two grid points can resolve to one run (another variant's key swept).
+  // Each run's identity resolved once (sim/run_identity.h). Dedupe: two grid
+  // points can resolve to one run (another variant's key swept).
   std::vector<RunConfig> runs;
+  std::vector<RunIdentity> ids;
   std::set<std::string> seen;
-  for (auto& c : study.expand())
-    if (seen.insert(run_id(c)).second) runs.push_back(c);
+  for (auto& c : study.expand()) {
+    RunIdentity id = identify(c);
+    if (!seen.insert(id.run_id).second) continue;
+    runs.push_back(c);
+    ids.push_back(std::move(id));
+  }
   std::vector<RunConfig> mine;
+  std::vector<RunIdentity> my_ids;
   for (size_t i = 0; i < runs.size(); ++i)
-    if (static_cast<int>(i % opt.shard_count) == opt.shard_index) mine.push_back(runs[i]);
+    if (static_cast<int>(i % opt.shard_count) == opt.shard_index) {
+      mine.push_back(runs[i]);
+      my_ids.push_back(ids[i]);
+    }
   const auto keys = setting_keys(study);
   // A run this machine cannot hold is refused before anything is made, the
   // folder included (sim/memory_estimate.h; train.memory_check = off runs it anyway).
@@ -79,9 +82,9 @@ int run_study(const Study& study, const StudyOptions& opt) {
 
   if (opt.dry_run) {
     // The train id beside the run id: runs that share one say which checkpoint they decode.
-    for (const auto& c : mine)
-      std::printf("%s  %s  %-9s %s\n", run_id(c).c_str(), train_id(c).c_str(), shard_status(shard_path(c)).c_str(),
-                  describe(c, keys).c_str());
+    for (size_t i = 0; i < mine.size(); ++i)
+      std::printf("%s  %s  %-9s %s\n", my_ids[i].run_id.c_str(), my_ids[i].train_id.c_str(),
+                  shard_status(my_ids[i].shard).c_str(), describe(mine[i], keys).c_str());
     std::printf("%zu runs in this slice (%zu in the study)\n", mine.size(), runs.size());
     return 0;
   }
@@ -98,7 +101,7 @@ int run_study(const Study& study, const StudyOptions& opt) {
   Progress progress("study " + study.name, static_cast<int64_t>(mine.size()), verbose);
   auto run_one = [&](size_t i) {
     const RunConfig& c = mine[i];
-    const std::string path = shard_path(c);
+    const std::string& path = my_ids[i].shard;
     const std::string status = shard_status(path);
     if (status == "complete") return;
     if (status.rfind("corrupt", 0) == 0) {
@@ -109,7 +112,8 @@ int run_study(const Study& study, const StudyOptions& opt) {
                    aside.c_str());
     }
     progress.finish();
-    if (verbose) std::fprintf(stderr, "[%zu/%zu] %s %s\n", i + 1, mine.size(), run_id(c).c_str(), describe(c, keys).c_str());
+    if (verbose) std::fprintf(stderr, "[%zu/%zu] %s %s\n", i + 1, mine.size(), my_ids[i].run_id.c_str(),
+                              describe(c, keys).c_str());
     RunRecord record;
     try {
       record = execute_run(c);
@@ -131,9 +135,9 @@ int run_study(const Study& study, const StudyOptions& opt) {
   auto run_all = [&]() {
     std::vector<size_t> elsewhere;  // runs another process holds
     for (size_t i = 0; i < mine.size(); ++i) {
-      throw_if_stop_requested("before run " + run_id(mine[i]));
-      if (shard_status(shard_path(mine[i])) == "complete") continue;
-      FileLock claim(run_lock_path(mine[i]));
+      throw_if_stop_requested("before run " + my_ids[i].run_id);
+      if (shard_status(my_ids[i].shard) == "complete") continue;
+      FileLock claim(my_ids[i].lock);
       if (!claim.try_lock()) {
         elsewhere.push_back(i);
         continue;
@@ -142,15 +146,15 @@ int run_study(const Study& study, const StudyOptions& opt) {
       progress.update(static_cast<int64_t>(i + 1));
     }
     for (size_t i : elsewhere) {
-      FileLock claim(run_lock_path(mine[i]));
+      FileLock claim(my_ids[i].lock);
       if (!claim.try_lock()) {
         progress.finish();
         if (verbose)
-          std::fprintf(stderr, "waiting for run %s, held by %s (%s)\n", run_id(mine[i]).c_str(),
+          std::fprintf(stderr, "waiting for run %s, held by %s (%s)\n", my_ids[i].run_id.c_str(),
                        claim.holder().c_str(), claim.path().c_str());
-        claim.lock([&] { throw_if_stop_requested("while waiting for run " + run_id(mine[i])); });
+        claim.lock([&] { throw_if_stop_requested("while waiting for run " + my_ids[i].run_id); });
       }
-      throw_if_stop_requested("before run " + run_id(mine[i]));
+      throw_if_stop_requested("before run " + my_ids[i].run_id);
       run_one(i);  // nothing to do if its holder completed it
     }
   };
@@ -159,8 +163,8 @@ int run_study(const Study& study, const StudyOptions& opt) {
   // to the unsharded `ablate` that joins them (the SLURM merge job runs that).
   auto complete_runs = [&] {
     std::vector<TimedRun> complete;
-    for (const auto& c : mine)
-      if (shard_status(shard_path(c)) == "complete") complete.push_back({c, shard_path(c)});
+    for (size_t i = 0; i < mine.size(); ++i)
+      if (shard_status(my_ids[i].shard) == "complete") complete.push_back({mine[i], my_ids[i].shard});
     return complete;
   };
   try {
