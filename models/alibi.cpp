@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <utility>
 
 namespace zl {
 
@@ -31,6 +32,21 @@ torch::Tensor alibi_bias(const std::vector<double>& slopes, const torch::Tensor&
   auto distance = (query_pos.to(torch::kFloat) - key_pos.to(torch::kFloat)).clamp_min(0).unsqueeze(-3);  // [..,1,T,L]
   auto m = torch::tensor(std::vector<float>(slopes.begin(), slopes.end()), opts).view({H, 1, 1});      // [H,1,1]
   return distance * -m;                                                                                 // [..,H,T,L]
+}
+
+AlibiHook::AlibiHook(std::vector<double> slopes) : slopes_(std::move(slopes)) {
+  for (double m : slopes_) slopes_float_.push_back(static_cast<float>(m));
+}
+
+torch::Tensor AlibiHook::adjust_scores(const torch::Tensor& scores, const ScoreSite& site) const {
+  // query_pos [B|1,T] -> [B|1,T,1], key_pos [L] -> [1,L]: the bias [B|1,H,T,L].
+  auto bias = alibi_bias(slopes_, site.query_pos.unsqueeze(-1), site.key_pos.view({1, -1}));
+  return scores + bias.to(scores.device(), scores.scalar_type());
+}
+
+void AlibiHook::adjust_score_row(float* scores, int64_t n, const ScoreRow& row) const {
+  const float slope = slopes_float_[row.head];
+  for (int64_t j = 0; j < n; ++j) scores[j] -= slope * static_cast<float>(row.position - j);
 }
 
 }  // namespace zl

@@ -17,14 +17,18 @@
 // Distances are between absolute positions: in training query i and key j of
 // one window, with the KV cache a query at position p and the key cached at
 // slot j (the keys' slots are their positions, models/kv_cache.h), so a step
-// on the cache scores exactly as the full forward does. As the paper
-// implements it (§3, "modifying the mask matrix"), the bias is folded into
-// the additive attention mask (models/transformer.cpp builds it).
+// on the cache scores exactly as the full forward does. The bias is added to
+// the masked scores by a score hook (models/attention_hook.h), AlibiHook
+// below, which the transformer installs on itself when cfg.alibi is set
+// (the paper folds it into the mask, §3; the sum is the same).
 #pragma once
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
+
+#include "models/attention_hook.h"
 
 namespace zl {
 
@@ -37,5 +41,20 @@ std::vector<double> alibi_slopes(int64_t heads, double max_bias = 8);
 // get 0 here: the causal mask hides them.
 torch::Tensor alibi_bias(const std::vector<double>& slopes, const torch::Tensor& query_pos,
                          const torch::Tensor& key_pos);
+
+// ALiBi as a score hook: −m_h·(p − j) on the score of query p on key j, head h.
+class AlibiHook : public AttentionHook {
+ public:
+  explicit AlibiHook(std::vector<double> slopes);
+  std::string name() const override { return "ALiBi"; }
+  bool uses_scores() const override { return true; }
+  torch::Tensor adjust_scores(const torch::Tensor& scores, const ScoreSite& site) const override;  // [B,H,T,L]
+  void adjust_score_row(float* scores, int64_t n, const ScoreRow& row) const override;
+  const std::vector<double>& slopes() const { return slopes_; }
+
+ private:
+  std::vector<double> slopes_;      // m_h per head
+  std::vector<float> slopes_float_;  // the same, as the fast step subtracts them
+};
 
 }  // namespace zl

@@ -1,6 +1,7 @@
 #include "models/attention.h"
 
 #include <cmath>
+#include <string>
 
 #include "models/fused_trace.h"
 #include "models/key_weighting.h"
@@ -10,6 +11,21 @@
 namespace zl {
 
 using torch::indexing::Slice;
+
+namespace {
+
+// The model's score hooks (models/attention_hook.h) on one layer's scores
+// [B,H,T,L], in the order installed: queries at query_pos [B|1,T], keys at
+// key_pos [L].
+torch::Tensor hooked_scores(torch::Tensor scores, const AttentionContext& ctx, const torch::Tensor& query_pos,
+                            const torch::Tensor& key_pos) {
+  const ScoreSite site{ctx.layer, query_pos, key_pos};
+  for (const auto& hook : *ctx.hooks)
+    if (hook->uses_scores()) scores = hook->adjust_scores(scores, site);
+  return scores;
+}
+
+}  // namespace
 
 AttentionImpl::AttentionImpl(const ModelConfig& c) : cfg(c) {
   qkv = register_module("qkv", torch::nn::Linear(torch::nn::LinearOptions(c.dim, 3 * c.dim).bias(false)));
@@ -83,16 +99,31 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionCont
     q = parts[0], k = parts[1], v = parts[2];                                                  // [B,H,T,D]
   }
 
+  // Score hooks (models/attention_hook.h) run in the two plain branches
+  // below; the others score keys whose slots are not their positions, or
+  // score elsewhere, and refuse them.
+  const bool latent_cache = latent.defined() && cache;
+  const bool fused = cfg.fused.key_weighting_on() || cfg.fused.value_rank > 0 || ctx.gate_features || ctx.trace;
+  std::string score_hook;
+  const bool score_hooks = ctx.hooks && any_score_hook(*ctx.hooks, &score_hook);
+  TORCH_CHECK(!score_hooks || !(latent_cache || fused || (cache && ctx.eviction)), "attention: the score hook '",
+              score_hook, "' runs on plain attention only (not latent_kv's cache, fused's parts or an evicting cache)");
+
   torch::Tensor y;
-  if (latent.defined() && cache) {
+  if (latent_cache) {
     y = attend_latent(q, latent, ctx, *cache);
-  } else if (cfg.fused.key_weighting_on() || cfg.fused.value_rank > 0 || ctx.gate_features || ctx.trace) {
+  } else if (fused) {
     y = forward_fused(q, k, v, ctx, cache);
   } else if (!cache) {
     // Training: one baddbmm computes scale*q·kᵀ + causal bias in a single
     // pass over the T×T scores (no separate scaling and masking copies).
     auto q3 = q.reshape({B * H, T, D}), k3 = k.reshape({B * H, T, D}), v3 = v.reshape({B * H, T, D});
     auto scores = torch::baddbmm(ctx.bias, q3, k3.transpose(1, 2), /*beta=*/1.0, /*alpha=*/scale);  // [B*H,T,T]
+    if (score_hooks) {
+      // Query i and key j at positions i and j.
+      auto pos = torch::arange(T, torch::TensorOptions().dtype(torch::kLong).device(x.device()));  // [T]
+      scores = hooked_scores(scores.view({B, H, T, T}), ctx, pos.view({1, T}), pos).reshape({B * H, T, T});
+    }
     y = torch::bmm(torch::softmax(scores, -1), v3).view({B, H, T, D});
   } else if (ctx.evict_rows) {
     y = forward_evicting(q, k, v, ctx, cache);
@@ -105,6 +136,8 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionCont
     auto keys = cache->k.index({Slice(), Slice(), Slice(0, ctx.span)}).to(q.dtype());    // [B,H,L,D]
     auto values = cache->v.index({Slice(), Slice(), Slice(0, ctx.span)}).to(q.dtype());  // [B,H,L,D]
     auto scores = torch::matmul(q, keys.transpose(-2, -1)) * scale + ctx.bias;  // [B,H,T,L]
+    if (score_hooks)  // query at its slot ctx.positions, key j at slot j (slot = position on a plain cache)
+      scores = hooked_scores(scores, ctx, ctx.positions, torch::arange(ctx.span, ctx.positions.options()));
     auto attn = torch::softmax(scores, -1);                                      // [B,H,T,L]
     y = torch::matmul(attn, values);                                              // [B,H,T,D]
     if (ctx.eviction) {
@@ -123,15 +156,11 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionCont
     }
   }
   y = y.transpose(1, 2).reshape({B, T, C});  // [B,T,C]
-  if (gate_weight.defined()) {
-    // Gated attention (Qiu et al., 2025, §2.2): Y' = Y ⊙ σ(X W_θ), query-
-    // dependent (from this token's own x) and head-specific, at position G1.
-    auto z = split_linear(x, gate_weight);  // [B,T,G]
-    if (gate_bias.defined()) z = z + gate_bias;
-    auto g = torch::sigmoid(z);
-    y = cfg.attn_gate_headwise ? (y.view({B, T, H, D}) * g.unsqueeze(-1)).view({B, T, C})  // [B,T,H,1] per head
-                               : y * g;
-  }
+  // After-attention hooks (models/attention_hook.h), given the block's
+  // normalised input x: gated_attn's gate among them (models/gated_attention.h).
+  if (ctx.hooks)
+    for (const auto& hook : *ctx.hooks)
+      if (hook->uses_output()) y = hook->after_attention(y, x, ctx.layer);
   return drop(split_linear(y, proj->weight));
 }
 

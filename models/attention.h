@@ -1,10 +1,12 @@
 // Causal multi-head self-attention, with the two parts of variant fused that
 // live inside attention (seed 002 §2.1): key weighting (models/key_weighting.h)
 // and value distillation (values stored as z = P v, r per head, read back
-// through Pᵀ). With both off it is the plain baseline attention. Variant
-// alibi's biases arrive in the context's additive mask (models/alibi.h);
-// variant gated_attn's output gate is `gate` below; variant latent_kv's
-// joint key-value latent is `kv_up` below (models/latent_kv.h).
+// through Pᵀ). With both off it is the plain baseline attention. The
+// model's attention hooks (models/attention_hook.h; ctx.hooks) adjust the
+// scores before the softmax and the output before `proj`: variant alibi's
+// biases are one (models/alibi.h), variant gated_attn's output gate another
+// (models/gated_attention.h; its parameters are `gate_*` below). Variant
+// latent_kv's joint key-value latent is `kv_up` below (models/latent_kv.h).
 #pragma once
 #include <torch/torch.h>
 
@@ -35,7 +37,8 @@ struct AttentionImpl : torch::nn::Module {
   // gated_attn (Qiu et al., 2025, §2.2): W_θ [G,C] with G = C (elementwise,
   // each head its own gates: the paper's best, position G1) or G = H (one gate
   // per head); y ← y ⊙ σ(x W_θᵀ (+ b)) on the attention output, after SDPA and
-  // before `proj`, x the block's normalised input (the one q, k, v come from).
+  // before `proj`, x the block's normalised input (the one q, k, v come from);
+  // applied by the model's GatedAttentionHook (models/gated_attention.h).
   // Plain parameters registered as zeros, not a Linear, whose constructor
   // would draw from the generator: the transformer draws them after the
   // shared weights (paired seeds, docs/results_schema.md). Undefined for the other variants.

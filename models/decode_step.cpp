@@ -44,8 +44,11 @@ bool DecodeStep::supports(const Transformer& model, std::string* why) {
   if (model->cfg.latent_rank > 0)
     return no("latent_kv's latent cache (keys and values up-projected from c) is not on the fast step");
   const FusedOptions& f = model->cfg.fused;
-  // alibi's biases live in the plain attention below, not in fused's.
-  if (model->cfg.alibi && f.any()) return no("ALiBi together with fused's parts is not on the fast step");
+  // Score hooks (alibi's among them, models/attention_hook.h) run in the
+  // plain attention below, not in fused's.
+  std::string hook;
+  if (f.any() && any_score_hook(model->attention_hooks(), &hook))
+    return no(hook + "'s score hook together with fused's parts is not on the fast step");
   std::set<std::string> expected{"wte.weight", "ln_f.weight", "ln_f.bias"};
   if (!model->cfg.alibi) expected.insert("wpe.weight");
   if (f.gate)
@@ -100,7 +103,14 @@ void DecodeStep::pack_weights() {
   wte_panels_ = t("wte.weight");
   wte_ = ptr(params["wte.weight"]);
   wpe_ = model_->cfg.alibi ? nullptr : ptr(params["wpe.weight"]);
-  for (double m : model_->alibi_slopes()) alibi_slopes_.push_back(static_cast<float>(m));
+  for (const auto& hook : model_->attention_hooks()) {
+    auto packed = hook->for_fast_step();
+    hooks_.push_back(packed ? packed : hook);  // kept alive here; run through the raw pointers below
+  }
+  for (const auto& hook : hooks_) {
+    if (hook->uses_scores()) score_hooks_.push_back(hook.get());
+    if (hook->uses_output()) output_hooks_.push_back(hook.get());
+  }
   lnf_w_ = ptr(params["ln_f.weight"]);
   lnf_b_ = ptr(params["ln_f.bias"]);
   eps_ = model_->ln_f->options.eps();
@@ -132,11 +142,6 @@ void DecodeStep::pack_weights() {
       L.corr_out_b = ptr(params[p + "correction.out.bias"]);
       L.corr_hidden = model_->cfg.correction_hidden;
       L.corr_scale = static_cast<float>(L.block->correction->scale);
-    }
-    if (model_->cfg.attn_gate) {
-      L.attn_gate = t(p + "attn.gate_weight");
-      L.attn_gate_b = model_->cfg.attn_gate_bias ? ptr(params[p + "attn.gate_bias"]) : nullptr;
-      L.attn_gate_width = model_->cfg.attn_gate_headwise ? model_->cfg.heads : model_->cfg.dim;
     }
     if (fused_.value_rank > 0) {  // P as the reference computes it (the hard form's QR once, here)
       packed_.push_back(L.block->attn->value_projection().detach().contiguous());
@@ -269,8 +274,12 @@ torch::Tensor DecodeStep::run_rows(const std::vector<Row>& rows, KVCache& cache)
   // An evicting cache writes after the tokens it holds, never past budget + 1
   // slots (models/eviction.h); only the text positions are bounded by the context.
   const int64_t limit = cache.evicting() ? cfg.context : cap;
-  if (cache.evicting())
+  if (cache.evicting()) {
     TORCH_CHECK(cache.held.is_cpu() && cache.held.is_contiguous(), "DecodeStep: an evicting cache off the CPU");
+    std::string hook;
+    TORCH_CHECK(!any_score_hook(hooks_, &hook), "DecodeStep: the score hook '", hook,
+                "' runs on plain attention only, not on an evicting cache");
+  }
   int64_t wanted = 0;
   for (const Row& r : rows) {
     TORCH_CHECK(r.position < limit, "KV cache overflow: ", r.position + 1, " tokens, capacity ", limit);
@@ -326,16 +335,15 @@ void DecodeStep::through_layers(const Row* rows, int64_t M, KVCache& cache, floa
   const bool mass_sums = fused_.key_weighting_on() && fused_.importance == FusedOptions::Importance::AttnMass &&
                          skipped_ != Part::KeyWeighting;
   const int64_t G = fused_.gate && skipped_ != Part::Gate ? H * fused_.gate_keys : 0, Wv = value_width_;
-  const int64_t Ga = layers_.empty() ? 0 : layers_[0].attn_gate_width;  // gated_attn's gates per row
   auto fopt = torch::TensorOptions().dtype(torch::kFloat);
   auto x_t = torch::empty({M, C}, fopt), h_t = torch::empty({M, C}, fopt), qkv_t = torch::empty({M, 3 * C}, fopt),
        y_t = torch::empty({M, C}, fopt), a_t = torch::empty({M, C}, fopt), f_t = torch::empty({M, F}, fopt),
        last_t = torch::empty({wanted, C}, fopt), imp_t = torch::empty({token_imp ? M : 0}, fopt),
-       g_t = torch::empty({M, G}, fopt), gl_t = torch::empty({wanted, G}, fopt), ga_t = torch::empty({M, Ga}, fopt);
+       g_t = torch::empty({M, G}, fopt), gl_t = torch::empty({wanted, G}, fopt);
   float *x = x_t.data_ptr<float>(), *h = h_t.data_ptr<float>(), *qkv = qkv_t.data_ptr<float>(),
         *y = y_t.data_ptr<float>(), *a = a_t.data_ptr<float>(), *f = f_t.data_ptr<float>(),
         *last = last_t.data_ptr<float>(), *imp = imp_t.data_ptr<float>(), *gate_in = g_t.data_ptr<float>(),
-        *gate_last = gl_t.data_ptr<float>(), *attn_gate = ga_t.data_ptr<float>();
+        *gate_last = gl_t.data_ptr<float>();
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
 
   // An evicting cache: tokens held before this call, per sequence (models/eviction.h).
@@ -354,7 +362,6 @@ void DecodeStep::through_layers(const Row* rows, int64_t M, KVCache& cache, floa
     const float* pe = wpe_ + p * C;
     for (int64_t i = 0; i < C; ++i) x[m * C + i] = te[i] + pe[i];
   }
-  const float* slopes = alibi_slopes_.empty() ? nullptr : alibi_slopes_.data();
   for (size_t l = 0; l < layers_.size(); ++l) {
     const Layer& L = layers_[l];
     float* kc = cache.layers[l].k.data_ptr<float>();  // [B,H,cap,D]
@@ -406,30 +413,17 @@ void DecodeStep::through_layers(const Row* rows, int64_t M, KVCache& cache, floa
           const int64_t m = mh / H, hd = mh % H, n = rows[m].position + 1;
           const int64_t head = (rows[m].sequence * H + hd) * cap * D;
           scaled_scores(qkv + m * 3 * C + hd * D, kc + head, n, D, scale, s);
-          if (slopes) {  // alibi: −m_h (p − j) on key j, absolute positions (models/alibi.h)
-            const float slope = slopes[hd];
-            const int64_t p = rows[m].position;
-            for (int64_t j = 0; j < n; ++j) s[j] -= slope * static_cast<float>(p - j);
-          }
+          // Score hooks (alibi's biases, models/attention_hook.h): one call per row and head.
+          for (const AttentionHook* hook : score_hooks_)
+            hook->adjust_score_row(s, n, ScoreRow{static_cast<int64_t>(l), hd, rows[m].position});
           softmax_inplace(s, n);
           weighted_rows(s, vc + head, n, D, y + m * C + hd * D);
         }
       });
     }
-    if (L.attn_gate) {
-      // gated_attn: y ← y ⊙ σ(z), z = h W_θᵀ (+ b) from the block's normalised
-      // input, which h still holds; one gate per channel, or per head.
-      product(M, Ga, C, h, L.attn_gate, attn_gate, alone, /*gelu=*/false, L.attn_gate_b);
-      if (Ga == C) {
-        scale_by_sigmoid(y, attn_gate, M * C, 1.0f);
-      } else {
-        for (int64_t m = 0; m < M; ++m)
-          for (int64_t hd = 0; hd < H; ++hd) {
-            const float g = 1.0f / (1.0f + std::exp(-attn_gate[m * H + hd]));
-            for (float *o = y + m * C + hd * D, *e = o + D; o < e; ++o) *o *= g;
-          }
-      }
-    }
+    // After-attention hooks (models/attention_hook.h; gated_attn's gate among
+    // them), given the block's normalised input, which h still holds.
+    for (const AttentionHook* hook : output_hooks_) hook->after_attention_rows(y, h, M, C, static_cast<int64_t>(l));
     product(M, C, C, y, L.proj, a, alone);
     for (int64_t i = 0; i < M * C; ++i) x[i] += a[i];
     for (int64_t m = 0; m < M; ++m) layer_norm(x + m * C, L.ln2_w, L.ln2_b, h + m * C, C, eps_);

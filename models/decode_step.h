@@ -30,11 +30,14 @@
 // values and maps their sum back through P), and the logits gate.
 // And the known methods of issue 13: KV cache eviction (streaming, h2o;
 // models/eviction.h), each row written after the tokens its sequence holds
-// and evicting one when over budget, per head; alibi's biases, −m_h·(p − j) added to
-// each score before the softmax (models/alibi.h; no position embedding), and
-// gated_attn's output gate, one more product C→G per layer from the block's
-// normalised input and a sigmoid multiply on the attention output
-// (models/attention.h).
+// and evicting one when over budget, per head; alibi's biases, −m_h·(p − j)
+// added to each score before the softmax by its score hook (models/alibi.h;
+// no position embedding), and gated_attn's output gate, an after-attention
+// hook: one more product C→G per layer from the block's normalised input and
+// a sigmoid multiply on the attention output (models/gated_attention.h).
+// The model's attention hooks (models/attention_hook.h) run in the plain
+// attention (score hooks) and after every attention (after-attention
+// hooks), read once when the model is packed.
 #pragma once
 #include <torch/torch.h>
 
@@ -51,8 +54,9 @@ class DecodeStep {
  public:
   // Whether `model` can take this path: CPU float32, eval mode, and nothing
   // but the baseline's parameters, sfcl's correction modules, fused's parts,
-  // alibi (not with fused's parts) and gated_attn's gates (the other
-  // variants' parts, latent_kv's latent among them, use the reference).
+  // score hooks such as alibi's (not with fused's parts) and gated_attn's
+  // gates (the other variants' parts, latent_kv's latent among them, use the
+  // reference).
   // When not, `why` says what stops it.
   static bool supports(const Transformer& model, std::string* why = nullptr);
 
@@ -110,9 +114,6 @@ class DecodeStep {
     int64_t corr_hidden = 0;
     float corr_scale = 1;
     const float* value_p = nullptr;  // fused value distillation: P [r,D]
-    // gated_attn: W_θ's panels and its bias (or none); width G = C or H, 0: no gate.
-    const float *attn_gate = nullptr, *attn_gate_b = nullptr;
-    int64_t attn_gate_width = 0;
   };
   // A layer's correction for one call, resolved before the team runs (its
   // coefficients as CPU float32, read by the members).
@@ -135,7 +136,11 @@ class DecodeStep {
   const float *gate_fc1_ = nullptr, *gate_fc1_b_ = nullptr, *gate_fc2_ = nullptr, *gate_fc2_b_ = nullptr;
   int64_t gate_hidden_ = 0;
   Part skipped_ = Part::None;
-  std::vector<float> alibi_slopes_;  // alibi: m_h per head (models/alibi.h); empty for the other variants
+  // The model's attention hooks as packed (models/attention_hook.h; each
+  // one's for_fast_step() copy where it makes one): owned here, and those of
+  // each point apart, in the order installed.
+  AttentionHooks hooks_;
+  std::vector<const AttentionHook*> score_hooks_, output_hooks_;
 
   // One token of one sequence at one position; `logits`: return its logits;
   // `offset`: its index among the rows of its sequence in this call.

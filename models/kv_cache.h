@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "models/attention_hook.h"
 #include "models/eviction.h"
 #include "models/model_config.h"
 
@@ -109,6 +110,10 @@ struct AttentionContext {
   torch::Tensor importance;                 // [B,T] this layer's token importance (hidden_norm, grad_norm)
   torch::Tensor* gate_features = nullptr;   // out, last layer only: [B,T,H*keys] query-key cosines for the gate
   FusedTrace* trace = nullptr;              // monitoring taps (validation only)
+  // The model's attention hooks (models/attention_hook.h), and the layer
+  // being run, set per layer by the transformer; null: none.
+  const AttentionHooks* hooks = nullptr;
+  int64_t layer = 0;
 };
 
 }  // namespace zl

@@ -2,8 +2,11 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <utility>
 
 #include "models/alibi.h"
+#include "models/gated_attention.h"
 #include "models/key_weighting.h"
 #include "models/split_linear.h"
 
@@ -18,7 +21,8 @@ TransformerImpl::TransformerImpl(const ModelConfig& c) : cfg(c) {
     wpe = register_module("wpe", torch::nn::Embedding(c.context, c.dim));
   } else {
     (void)torch::nn::Embedding(c.context, c.dim);  // drawn and dropped
-    alibi_slopes_ = zl::alibi_slopes(c.heads, c.alibi_max_bias);
+    // The biases themselves: a score hook on every layer (no parameters).
+    add_attention_hook(std::make_shared<AlibiHook>(zl::alibi_slopes(c.heads, c.alibi_max_bias)));
   }
   drop = register_module("drop", torch::nn::Dropout(c.dropout));
   blocks = register_module("blocks", torch::nn::ModuleList());
@@ -51,8 +55,13 @@ TransformerImpl::TransformerImpl(const ModelConfig& c) : cfg(c) {
   // gated_attn: W_θ as the other matrices, N(0, 0.02), so σ(x W_θ) starts
   // near 1/2 everywhere; the bias (if any) at 0. After the shared draws, as
   // the fused gate below.
-  if (c.attn_gate)
-    for (const auto& b : *blocks) b->as<Block>()->attn->gate_weight.normal_(0.0, 0.02);
+  if (c.attn_gate) {
+    std::vector<Attention> attns;
+    for (const auto& b : *blocks) attns.push_back(b->as<Block>()->attn);
+    for (auto& a : attns) a->gate_weight.normal_(0.0, 0.02);
+    // The gate itself: an after-attention hook reading these parameters.
+    add_attention_hook(std::make_shared<GatedAttentionHook>(std::move(attns), c.attn_gate_headwise));
+  }
   // latent_kv trained (models/latent_kv.h): W^DKV and W^UK, W^UV as the other
   // matrices, N(0, 0.02); the RMSNorm gain at 1.
   if (c.latent_rank > 0)
@@ -66,6 +75,11 @@ TransformerImpl::TransformerImpl(const ModelConfig& c) : cfg(c) {
   // seed (paired comparisons, docs/results_schema.md); its own draws come after.
   if (c.fused.gate)
     gate = register_module("gate", LogitsGate(c.heads * c.fused.gate_keys, c.fused.gate_hidden, c.fused.gate_top_k));
+}
+
+void TransformerImpl::add_attention_hook(std::shared_ptr<const AttentionHook> hook) {
+  TORCH_CHECK(hook, "add_attention_hook: a null hook");
+  attention_hooks_.push_back(std::move(hook));
 }
 
 torch::Tensor TransformerImpl::token_importance(const torch::Tensor& x) {
@@ -131,18 +145,14 @@ torch::Tensor TransformerImpl::forward_full(const torch::Tensor& tokens, FusedTr
   auto x = drop(wpe ? wte(tokens) + wpe(pos) : wte(tokens));  // [B,T,C]
   AttentionContext ctx;
   ctx.bias = causal_bias(T, x);  // [T,T]
-  if (cfg.alibi) {
-    // ALiBi in the mask (§3): −m_h (i − j) for query i, key j; [H,T,T] per
-    // batch row, as attention's [B*H,T,T] scores are laid out.
-    auto bias = ctx.bias + alibi_bias(alibi_slopes_, pos.view({T, 1}), pos.view({1, T})).to(x.device());  // [H,T,T]
-    ctx.bias = bias.repeat({tokens.size(0), 1, 1});  // [B*H,T,T]
-  }
   ctx.trace = trace;
+  ctx.hooks = &attention_hooks_;
   const bool token_imp = cfg.fused.key_weighting_on() && cfg.fused.importance != FusedOptions::Importance::AttnMass;
   torch::Tensor gate_features;
   for (size_t l = 0; l < blocks->size(); ++l) {
     if (token_imp) ctx.importance = token_importance(x);
     ctx.gate_features = (gate && l + 1 == blocks->size()) ? &gate_features : nullptr;
+    ctx.layer = static_cast<int64_t>(l);
     x = blocks[l]->as<Block>()->forward(x, ctx);
   }
   return head(x, gate_features, trace);
@@ -190,14 +200,14 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens, KVCache& cac
     auto visible = key_slots.view({1, 1, span}) <= slots.unsqueeze(2);              // [B,T,L]
     ctx.bias = torch::zeros({B, 1, T, span}, x.options())
                    .masked_fill(visible.logical_not().unsqueeze(1), -std::numeric_limits<float>::infinity());
-    // ALiBi (§3) between absolute positions: the query's and its key's slot.
-    if (cfg.alibi) ctx.bias = ctx.bias + alibi_bias(alibi_slopes_, slots.unsqueeze(2), key_slots.view({1, 1, span}));  // [B,H,T,L]
   }
+  ctx.hooks = &attention_hooks_;
   const bool token_imp = cfg.fused.key_weighting_on() && cfg.fused.importance != FusedOptions::Importance::AttnMass;
   torch::Tensor gate_features;
   for (size_t l = 0; l < blocks->size(); ++l) {
     if (token_imp) ctx.importance = token_importance(x);
     ctx.gate_features = (gate && l + 1 == blocks->size()) ? &gate_features : nullptr;
+    ctx.layer = static_cast<int64_t>(l);
     x = blocks[l]->as<Block>()->forward(x, ctx, &cache.layers[l]);
   }
   if (cache.evicting()) {

@@ -7,6 +7,7 @@
 #pragma once
 #include <torch/torch.h>
 
+#include "models/attention_hook.h"
 #include "models/block.h"
 #include "models/fused_trace.h"
 #include "models/kv_cache.h"
@@ -62,8 +63,11 @@ struct TransformerImpl : torch::nn::Module {
   // compares candidates by them (sim/stages/contrastive_stage.h).
   bool keep_hidden = false;
   torch::Tensor last_hidden;
-  // alibi: each head's slope m_h (models/alibi.h); empty otherwise, and wpe null.
-  const std::vector<double>& alibi_slopes() const { return alibi_slopes_; }
+  // Attention hooks (models/attention_hook.h): every layer of both paths
+  // runs them, in the order installed (a DecodeStep reads them when it packs
+  // the model). Variant alibi's is installed by the constructor (cfg.alibi).
+  void add_attention_hook(std::shared_ptr<const AttentionHook> hook);
+  const AttentionHooks& attention_hooks() const { return attention_hooks_; }
   // fused hidden_norm / grad_norm: the block input [B,T,C] -> each token's
   // importance [B,T] in [0,1), detached (models/key_weighting.h).
   torch::Tensor token_importance(const torch::Tensor& x);
@@ -74,7 +78,7 @@ struct TransformerImpl : torch::nn::Module {
   torch::Tensor head(const torch::Tensor& x, const torch::Tensor& gate_features = {}, FusedTrace* trace = nullptr);
   torch::Tensor causal_bias(int64_t T, const torch::Tensor& like);
   torch::Tensor causal_bias_cache_;
-  std::vector<double> alibi_slopes_;
+  AttentionHooks attention_hooks_;
 };
 TORCH_MODULE(Transformer);
 

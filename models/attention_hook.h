@@ -1,0 +1,102 @@
+// Named points where a mechanism attaches to attention without editing
+// AttentionImpl::forward or DecodeStep::through_layers (issue 30 item 2;
+// docs/adding-a-mechanism.md walks through one, tests/cpp/test_toy_mechanism.cpp
+// is its proof). A hook is installed on a model at runtime,
+// TransformerImpl::add_attention_hook, and is seen by every layer of both
+// paths, in the order installed. A hook implements both forms, the reference
+// (tensors) and the fast step's (floats), of each point it uses; the equality
+// tests between the two paths hold it to that.
+//
+// (a) Scores: what a key's score gets. Runs on the pre-softmax scores
+//     q·k/sqrt(D) of the queries, after the causal mask, before the softmax:
+//     - reference path (models/attention.cpp), training and the cached
+//       forward: adjust_scores on [B,H,T,L], masked keys at −inf (keep them
+//       there: add finite values, or multiply by positive ones);
+//     - fast step (models/decode_step.cpp), plain attention: adjust_score_row
+//       once per (row, layer, head) on that query's n visible scores, keys at
+//       positions 0..n-1 (slot = position on a plain cache), n = position + 1.
+//     Score hooks are refused with fused's parts, an evicting cache and
+//     latent_kv's latent cache, on both paths (their keys are not slot =
+//     position, or their scores are computed elsewhere).
+// (b) After attention: transforms the attention output y (the heads' mixed
+//     values, concatenated) before the output projection, given the block's
+//     normalised input x (the one q, k, v come from). Runs after every kind
+//     of attention (plain, fused, evicting, latent), after gated_attn's gate:
+//     - reference path: after_attention on y [B,T,C] and x [B,T,C], returns y';
+//     - fast step: after_attention_rows on y [M,C] in place, x [M,C], M rows
+//       (tokens of one or more sequences).
+//
+// The fast forms run on the decode step's spinning team (models/spin_team.h):
+// several rows at once on different threads, so they must be const, safe to
+// call concurrently, and call no ATen (use loops over the floats). DecodeStep
+// reads a model's hooks when it packs the model: install them before.
+// A hook carries no state dict: its own numbers (a slope, a factor) are
+// fixed, and a trained mechanism's parameters stay in the module that saves
+// them (gated_attn's in AttentionImpl), read by the hook, so checkpoints keep
+// their names. A hook whose fast form reads such weights packs them in
+// for_fast_step(), as DecodeStep packs its own.
+#pragma once
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace zl {
+
+// Where a reference-path score hook runs: one layer's scores [B,H,T,L].
+struct ScoreSite {
+  int64_t layer = 0;
+  torch::Tensor query_pos;  // [B,T] or [1,T] int64: each query's position in the text
+  torch::Tensor key_pos;    // [L] int64: each key's position
+};
+
+// Where a fast-step score hook runs: one query row of one head of one layer.
+struct ScoreRow {
+  int64_t layer = 0, head = 0;
+  int64_t position = 0;  // the query's position; its keys are at 0..position
+};
+
+class AttentionHook {
+ public:
+  virtual ~AttentionHook() = default;
+  // For error messages ("ALiBi", "gated attention").
+  virtual std::string name() const = 0;
+
+  // (a) Scores. uses_scores() says whether the two forms below do anything.
+  virtual bool uses_scores() const { return false; }
+  // scores [B,H,T,L] -> the adjusted scores (same shape).
+  virtual torch::Tensor adjust_scores(const torch::Tensor& scores, const ScoreSite&) const { return scores; }
+  // The n scores of one query row, in place.
+  virtual void adjust_score_row(float* /*scores*/, int64_t /*n*/, const ScoreRow&) const {}
+
+  // (b) After attention. uses_output() says whether the two forms below do anything.
+  virtual bool uses_output() const { return false; }
+  // y [B,T,C], x [B,T,C] -> y' [B,T,C].
+  virtual torch::Tensor after_attention(const torch::Tensor& y, const torch::Tensor& /*x*/, int64_t /*layer*/) const {
+    return y;
+  }
+  // y [M,C] in place, x [M,C].
+  virtual void after_attention_rows(float* /*y*/, const float* /*x*/, int64_t /*M*/, int64_t /*C*/,
+                                    int64_t /*layer*/) const {}
+
+  // The hook whose fast forms the step runs, made once when a DecodeStep
+  // packs the model (null: this one). For a fast form that reads the
+  // model's weights: a copy with them packed (models/blas.h) at that moment.
+  virtual std::shared_ptr<const AttentionHook> for_fast_step() const { return nullptr; }
+};
+
+using AttentionHooks = std::vector<std::shared_ptr<const AttentionHook>>;
+
+// Whether any of `hooks` adjusts scores; the first one's name in `which`.
+inline bool any_score_hook(const AttentionHooks& hooks, std::string* which = nullptr) {
+  for (const auto& h : hooks)
+    if (h->uses_scores()) {
+      if (which) *which = h->name();
+      return true;
+    }
+  return false;
+}
+
+}  // namespace zl
