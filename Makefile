@@ -3,7 +3,7 @@ BUILD ?= build
 PY := /usr/bin/python3
 JOBS ?= $(shell nproc)
 
-.PHONY: setup build run test sanitize fuzz bench clean
+.PHONY: setup build run test test-fast sanitize fuzz bench clean
 
 setup:
 	@scripts/setup
@@ -19,8 +19,16 @@ run: setup $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS) --target zerolayer
 	$(BUILD)/zerolayer ablate ablations/quick.ini
 
+# Every test: the C++ binary and one entry per Python test file, $(JOBS) at a time
+# (CMakeLists.txt's test section). `ctest -L python`, `-R python_test_study`, `-LE slow` pick a part.
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j 1
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The quick loop: the C++ tests and the Python tests not marked slow (a couple of minutes); no
+# CTest fixtures, so the shared studies the fast tests read are built by them, and reused while the
+# binary is the same.
+test-fast: build
+	cd $(BUILD) && PYTEST_ADDOPTS="-m 'not slow'" ctest --output-on-failure -j $(JOBS) -LE 'slow|study' -FS .
 
 # The C++ tests built with AddressSanitizer and UndefinedBehaviorSanitizer, in
 # a build folder of their own; any finding fails (UBSan does not recover).

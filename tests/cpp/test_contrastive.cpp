@@ -11,19 +11,10 @@
 #include "sim/config.h"
 #include "sim/decoder.h"
 #include "sim/stages/contrastive_stage.h"
+#include "tests/cpp/tiny_model.h"
 
 namespace zl {
 namespace {
-
-ModelConfig tiny_lm() {
-  ModelConfig c;
-  c.vocab = 20;
-  c.layers = 2;
-  c.heads = 2;
-  c.dim = 16;
-  c.context = 48;
-  return c;
-}
 
 TEST(Contrastive, PenaltyChangesTheChoiceOnAHandMadeStep) {
   // Candidate 0 is more probable, but its hidden state repeats a context
@@ -52,8 +43,7 @@ std::vector<std::vector<int32_t>> test_prompts() {
 }
 
 TEST(Contrastive, AlphaZeroIsGreedyDecoding) {
-  torch::manual_seed(2);
-  Transformer lm(tiny_lm());
+  Transformer lm = tiny_transformer(2);
   DecodeOptions opt;
   opt.sampling.temperature = 0;  // greedy
   opt.max_new_tokens = 14;
@@ -103,8 +93,7 @@ std::vector<int32_t> slow_contrastive(Transformer& lm, std::vector<int32_t> seq,
 }
 
 TEST(Contrastive, BatchedCandidatesMatchTheSlowReference) {
-  torch::manual_seed(4);
-  Transformer lm(tiny_lm());
+  Transformer lm = tiny_transformer(4);
   DecodeOptions opt;
   opt.max_new_tokens = 10;
   opt.batch = 3;  // batches of 3, 3 and 1, prompts of different lengths (padding)

@@ -16,6 +16,7 @@
 #include "sim/checkpoint.h"
 #include "sim/stages/offline_table_file.h"
 #include "tests/cpp/temp_dir.h"
+#include "tests/cpp/tiny_model.h"
 
 namespace zl {
 namespace {
@@ -126,20 +127,10 @@ TEST(CacheFile, OfflineTablePublishesItsChecksum) {
   testing::internal::GetCapturedStderr();
 }
 
-ModelConfig tiny() {
-  ModelConfig c;
-  c.vocab = 40;
-  c.layers = 1;
-  c.heads = 2;
-  c.dim = 16;
-  c.context = 16;
-  return c;
-}
-
 TEST(CheckpointDamage, DamagedFilesAreDetectedBeforeAnythingLoads) {
   TempDir dir("zl_damage");
   torch::manual_seed(1);
-  Transformer saved = make_model("baseline", tiny());
+  Transformer saved = make_model("baseline", tiny_model());
   torch::optim::AdamW optim(saved->parameters(), torch::optim::AdamWOptions(1e-3));
   overwrite(dir / "tok.model", "a tokenizer");
   CheckpointDir ckpt((dir.path() / "ckpt").string());
@@ -151,7 +142,7 @@ TEST(CheckpointDamage, DamagedFilesAreDetectedBeforeAnythingLoads) {
 
   auto fresh_weights = [] {
     torch::manual_seed(2);
-    return make_model("baseline", tiny());
+    return make_model("baseline", tiny_model());
   };
   Transformer loaded = fresh_weights();
   EXPECT_EQ(ckpt.load(&loaded, nullptr).step, 7);
@@ -190,7 +181,7 @@ TEST(CheckpointDamage, DamagedFilesAreDetectedBeforeAnythingLoads) {
 
 TEST(CheckpointDamage, OlderCheckpointsWithoutChecksumsStillLoad) {
   TempDir dir("zl_damage");
-  Transformer saved = make_model("baseline", tiny());
+  Transformer saved = make_model("baseline", tiny_model());
   CheckpointDir ckpt((dir.path() / "ckpt").string());
   CheckpointState state;
   state.step = 3;
@@ -202,7 +193,7 @@ TEST(CheckpointDamage, OlderCheckpointsWithoutChecksumsStillLoad) {
   for (std::string line; std::getline(lines, line);)
     if (line.rfind("checksum.", 0) != 0) kept += line + "\n";
   overwrite(ini, kept);
-  Transformer loaded = make_model("baseline", tiny());
+  Transformer loaded = make_model("baseline", tiny_model());
   EXPECT_TRUE(ckpt.load(&loaded, nullptr).complete);
   EXPECT_TRUE(torch::equal(loaded->parameters()[0], saved->parameters()[0]));
 }

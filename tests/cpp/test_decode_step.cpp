@@ -19,19 +19,10 @@
 #include "models/transformer.h"
 #include "sim/decoder.h"
 #include "sim/step_replay.h"
+#include "tests/cpp/tiny_model.h"
 
 namespace zl {
 namespace {
-
-ModelConfig shape() {
-  ModelConfig c;
-  c.vocab = 61;
-  c.layers = 2;
-  c.heads = 4;
-  c.dim = 32;
-  c.context = 24;
-  return c;
-}
 
 TEST(DecodeStep, KernelsMatchTorch) {
   auto x = torch::randn({37});
@@ -179,8 +170,7 @@ void expect_paths_agree(Transformer& model, int threads, const std::function<voi
 }
 
 TEST(DecodeStep, SameLogitsAndCacheAsTheReferencePath) {
-  torch::manual_seed(4);
-  Transformer model(shape());
+  Transformer model = tiny_transformer(4, tiny_model_four_heads());
   for (int threads : {1, 2}) expect_paths_agree(model, threads);
 }
 
@@ -188,7 +178,7 @@ TEST(DecodeStep, SameLogitsAndCacheAsTheReferencePath) {
 // module in both forms, switched off, and coefficients set per sequence and
 // row as oet's stage sets them, for a prefill and for steps.
 Transformer corrected_model(bool centered) {
-  ModelConfig c = shape();
+  ModelConfig c = tiny_model_four_heads();
   c.correction_hidden = 8;
   c.correction_centered = centered;
   Transformer model(c);
@@ -248,7 +238,7 @@ TEST(DecodeStep, OneSequenceOnATeamOfTwo) {
   const int threads = at::get_num_threads();
   at::set_num_threads(2);
   torch::manual_seed(6);
-  ModelConfig wide = shape();
+  ModelConfig wide = tiny_model_four_heads();
   wide.dim = 64;  // products of 6 and more panels: split in parts
   wide.context = 48;
   Transformer model(wide);
@@ -257,7 +247,7 @@ TEST(DecodeStep, OneSequenceOnATeamOfTwo) {
   {
     DecodeStep fast(model);
     auto ref = model->make_cache(1), mine = model->make_cache(1);
-    auto prompt = torch::randint(61, {1, 40}, torch::kLong);  // 40 rows: a prefill split by rows
+    auto prompt = torch::randint(wide.vocab, {1, 40}, torch::kLong);  // 40 rows: a prefill split by rows
     auto want = model->forward(prompt, ref).select(1, 39);
     std::vector<std::vector<int32_t>> prompts(1);
     for (int64_t t = 0; t < 40; ++t) prompts[0].push_back(static_cast<int32_t>(prompt[0][t].item<int64_t>()));
@@ -273,7 +263,7 @@ TEST(DecodeStep, OneSequenceOnATeamOfTwo) {
 }
 
 TEST(DecodeStep, RefusesWhatItCannotRun) {
-  Transformer model(shape());
+  Transformer model(tiny_model_four_heads());
   model->train();
   EXPECT_FALSE(DecodeStep::supports(model));  // training mode (dropout)
   model->eval();
@@ -286,7 +276,7 @@ TEST(DecodeStep, RefusesWhatItCannotRun) {
 // together, with their state (column sums, importance, the distilled cache)
 // through a prefill, a rollback and steps.
 Transformer fused_model(const FusedOptions& f) {
-  ModelConfig c = shape();
+  ModelConfig c = tiny_model_four_heads();
   c.fused = f;
   Transformer model(c);
   torch::NoGradGuard no_grad;
@@ -431,8 +421,7 @@ void expect_same_tokens(Transformer& model) {
 }
 
 TEST(DecodeStep, DecodeGivesTheSameTokensOnBothPaths) {
-  torch::manual_seed(5);
-  Transformer model(shape());
+  Transformer model = tiny_transformer(5, tiny_model_four_heads());
   expect_same_tokens(model);
   Transformer corrected = corrected_model(true);
   expect_same_tokens(corrected);
@@ -449,7 +438,7 @@ TEST(DecodeStep, DecodeGivesTheSameTokensOnBothPaths) {
 // output gate per element and per head, with and without its bias, and both
 // at once; gates far from their near-1/2 start, so that a slip shows.
 Transformer known_model(int which) {
-  ModelConfig c = shape();
+  ModelConfig c = tiny_model_four_heads();
   c.alibi = which == 0 || which == 1 || which == 4;
   if (which == 1) c.heads = 3, c.dim = 24;  // D = 8
   c.attn_gate = which >= 2;
@@ -475,7 +464,7 @@ TEST(DecodeStep, AlibiAndGatedAttention) {
 }
 
 TEST(DecodeStep, RefusesAlibiWithFusedParts) {
-  ModelConfig c = shape();
+  ModelConfig c = tiny_model_four_heads();
   c.alibi = true;
   c.fused.gate = true;
   Transformer model(c);

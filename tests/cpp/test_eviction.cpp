@@ -22,6 +22,7 @@
 #include "sim/config.h"
 #include "sim/decoder.h"
 #include "sim/model_options.h"
+#include "tests/cpp/tiny_model.h"
 
 namespace zl {
 namespace {
@@ -29,12 +30,8 @@ namespace {
 using Policy = EvictionOptions::Policy;
 
 ModelConfig shape() {
-  ModelConfig c;
-  c.vocab = 61;
-  c.layers = 2;
-  c.heads = 4;
-  c.dim = 32;
-  c.context = 40;
+  ModelConfig c = tiny_model_four_heads();
+  c.context = 40;  // decodes of up to 36 tokens (a 16-token prompt and 20 new) without eviction
   return c;
 }
 
@@ -160,8 +157,9 @@ KVCache feed(Transformer& model, const EvictionOptions& e, bool fast_step, std::
     last = torch::stack({all[0][10], all[1][6]});
   }
   if (logits) logits->push_back(last);
+  const int64_t V = model->cfg.vocab;
   for (int i = 0; i < 9; ++i) {
-    std::vector<int64_t> tok{(i * 7 + 2) % 61, (i * 5 + 11) % 61};
+    std::vector<int64_t> tok{(i * 7 + 2) % V, (i * 5 + 11) % V};
     auto out = fast_step ? step->forward(tok, cache)
                          : model->forward(torch::tensor(tok).view({2, 1}), cache).select(1, 0);
     if (logits) logits->push_back(out);
@@ -174,8 +172,7 @@ KVCache feed(Transformer& model, const EvictionOptions& e, bool fast_step, std::
 // its age, so H2O's heavy hitters are the oldest tokens: the cache must end
 // holding the first budget − recent and the recent ones.
 Transformer uniform_attention_model() {
-  torch::manual_seed(3);
-  Transformer model(shape());
+  Transformer model = tiny_transformer(3, shape());
   torch::NoGradGuard no_grad;
   const int64_t C = model->cfg.dim;
   for (const auto& b : *model->blocks) b->as<Block>()->attn->qkv->weight.narrow(0, 0, C).zero_();  // q rows
@@ -216,8 +213,7 @@ TEST(Eviction, EachCacheKeepsWhatItsPaperSaysOnBothSteps) {
 // With a budget of at least the context nothing is evicted: the same logits,
 // bit for bit, on either step, and the same greedy tokens through decode().
 TEST(Eviction, BudgetOfTheContextIsTheBaseline) {
-  torch::manual_seed(11);
-  Transformer model(shape());
+  Transformer model = tiny_transformer(11, shape());
   const int64_t T = model->cfg.context;
   for (const auto& e : {streaming(4, T), streaming(0, T, /*cache_positions=*/true), h2o(T, T - T / 2)}) {
     for (bool fast : {false, true}) {
@@ -249,8 +245,7 @@ TEST(Eviction, BudgetOfTheContextIsTheBaseline) {
 // Eviction under way: the fast step and the reference agree on the logits
 // and on what each head holds, for both policies and both position rules.
 TEST(Eviction, FastStepEqualsTheReference) {
-  torch::manual_seed(12);
-  Transformer model(shape());
+  Transformer model = tiny_transformer(12, shape());
   {
     torch::NoGradGuard no_grad;  // sharper attention than the init's, so that scores differ
     for (const auto& b : *model->blocks) b->as<Block>()->attn->qkv->weight.normal_(0, 0.3);
@@ -277,8 +272,7 @@ TEST(Eviction, FastStepEqualsTheReference) {
 // bytes per token are the tensors'), an evicting one at most the budget,
 // and at its peak the budget and the token attending.
 TEST(Eviction, DecodeReportsTheBytesHeld) {
-  torch::manual_seed(13);
-  Transformer model(shape());
+  Transformer model = tiny_transformer(13, shape());
   std::vector<std::vector<int32_t>> prompts{{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}};
   DecodeOptions opt;
   opt.max_new_tokens = 10;
@@ -310,8 +304,7 @@ TEST(Eviction, DecodeReportsTheBytesHeld) {
 // evicting cache that must neither stop the decode (H2O's recent window,
 // by text position, would soon hold every token) nor touch the neighbours.
 TEST(Eviction, SequencesFinishingEarlyLeaveTheirNeighboursAlone) {
-  torch::manual_seed(14);
-  Transformer model(shape());
+  Transformer model = tiny_transformer(14, shape());
   std::vector<std::vector<int32_t>> prompts{{1, 2, 3, 4, 5}, {6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}};
   DecodeOptions opt;
   opt.max_new_tokens = 1;

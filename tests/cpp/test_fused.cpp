@@ -12,6 +12,7 @@
 #include "sim/config.h"
 #include "sim/stages/fused_stage.h"
 #include "tests/cpp/check_helpers.h"
+#include "tests/cpp/tiny_model.h"
 
 namespace zl {
 namespace {
@@ -19,18 +20,8 @@ namespace {
 using KW = FusedOptions::KeyWeighting;
 using Imp = FusedOptions::Importance;
 
-ModelConfig tiny() {
-  ModelConfig c;
-  c.vocab = 50;
-  c.layers = 2;
-  c.heads = 2;
-  c.dim = 16;  // D = 8
-  c.context = 24;
-  return c;
-}
-
 ModelConfig all_on(KW kw = KW::Scale, Imp imp = Imp::AttnMass) {
-  ModelConfig c = tiny();
+  ModelConfig c = tiny_model();
   c.fused.key_weighting = kw;
   c.fused.importance = imp;
   c.fused.alpha = 0.3;  // large enough that the weights matter over 24 tokens
@@ -85,13 +76,13 @@ TEST(FusedKeyWeights, GradNormImportanceIsTheAutogradNormOfTheLogSumExp) {
 TEST(FusedKeyWeights, AlphaZeroIsTheBaseline) {
   // With alpha = 0 every weight is 1: the same parameters give the baseline's logits.
   for (KW kw : {KW::Scale, KW::Bias}) {
-    ModelConfig c = tiny();
+    ModelConfig c = tiny_model();
     c.fused.key_weighting = kw;
     c.fused.alpha = 0.0;
     torch::manual_seed(4);
     Transformer fused = make_model("fused", c);
     torch::manual_seed(4);
-    Transformer base = make_model("baseline", tiny());
+    Transformer base = make_model("baseline", tiny_model());
     sharpen(fused);
     sharpen(base);
     fused->eval();
@@ -110,7 +101,7 @@ TEST(FusedKeyWeights, AlphaZeroIsTheBaseline) {
 TEST(FusedKeyWeights, AttnMassWeightsMatchAManualComputation) {
   // One layer, one head: recompute w_ij = exp(-alpha (i-j) (1 - mean_{m=j..i-1} A_mj))
   // by hand from q and k, and compare with the weights the attention records.
-  ModelConfig c = tiny();
+  ModelConfig c = tiny_model();
   c.layers = 1;
   c.heads = 1;
   c.fused.key_weighting = KW::Bias;
@@ -155,14 +146,14 @@ std::vector<Case> cases() {
   ModelConfig hard = all_on();
   hard.fused.hard_orthogonal = true;
   out.push_back({"all_hard_orthogonal", hard});
-  ModelConfig kw = tiny();
+  ModelConfig kw = tiny_model();
   kw.fused.key_weighting = KW::Scale;
   kw.fused.alpha = 0.3;
   out.push_back({"key_weighting_alone", kw});
-  ModelConfig vd = tiny();
+  ModelConfig vd = tiny_model();
   vd.fused.value_rank = 3;
   out.push_back({"value_distill_alone", vd});
-  ModelConfig g = tiny();
+  ModelConfig g = tiny_model();
   g.fused.gate = true;
   out.push_back({"gate_alone", g});
   return out;
@@ -233,7 +224,7 @@ TEST(FusedParts, SharedWeightsStartAsTheBaselines) {
   torch::manual_seed(9);
   Transformer fused = make_model("fused", c);
   torch::manual_seed(9);
-  Transformer base = make_model("baseline", tiny());
+  Transformer base = make_model("baseline", tiny_model());
   auto fp = fused->named_parameters();
   for (const auto& p : base->named_parameters()) {
     ASSERT_TRUE(fp.contains(p.key())) << p.key();
@@ -243,7 +234,7 @@ TEST(FusedParts, SharedWeightsStartAsTheBaselines) {
 }
 
 TEST(FusedValueDistill, OrthoPenaltyAndGradientOnAKnownMatrix) {
-  ModelConfig c = tiny();  // D = 8
+  ModelConfig c = tiny_model();  // D = 8
   c.fused.value_rank = 2;
   Attention attn(c);
   {
@@ -277,7 +268,7 @@ TEST(FusedValueDistill, OrthoPenaltyAndGradientOnAKnownMatrix) {
 }
 
 TEST(FusedValueDistill, HardParametrisationIsOrthonormalAndPenaltyEntersTheLoss) {
-  ModelConfig c = tiny();
+  ModelConfig c = tiny_model();
   c.fused.value_rank = 3;
   c.fused.hard_orthogonal = true;
   Transformer hard = make_model("fused", c);
@@ -293,11 +284,11 @@ TEST(FusedValueDistill, HardParametrisationIsOrthonormalAndPenaltyEntersTheLoss)
     soft->blocks[0]->as<Block>()->attn->value_proj.mul_(2.0);  // PPᵀ = 4 I: penalty 9 * 3 in layer 0
   }
   EXPECT_NEAR(soft->regularizer().item<float>(), 0.5f * 27.0f, 1e-3);
-  EXPECT_FALSE(make_model("baseline", tiny())->regularizer().defined());
+  EXPECT_FALSE(make_model("baseline", tiny_model())->regularizer().defined());
 }
 
 TEST(FusedValueDistill, CacheHoldsRValuesAndBytesAreMeasured) {
-  ModelConfig c = tiny();  // L = 2, H = 2, D = 8, fp32
+  ModelConfig c = tiny_model();  // L = 2, H = 2, D = 8, fp32
   c.fused.value_rank = 3;
   Transformer m = make_model("fused", c);
   auto cache = m->make_cache(2, 20);
@@ -308,7 +299,7 @@ TEST(FusedValueDistill, CacheHoldsRValuesAndBytesAreMeasured) {
   EXPECT_EQ(parts["v"], 2 * 2 * 3 * 4);
   EXPECT_EQ(parts["fused_state"], 0);
   EXPECT_EQ(total, parts["k"] + parts["v"]);
-  EXPECT_LT(total, make_model("baseline", tiny())->make_cache(1).bytes_per_token());
+  EXPECT_LT(total, make_model("baseline", tiny_model())->make_cache(1).bytes_per_token());
 
   // Key weighting's per-token state is counted too: a scalar per token (hidden_norm)
   // or, for attn_mass, a column sum and a query per head (models/kv_cache.h).
@@ -324,7 +315,7 @@ TEST(FusedValueDistill, CacheHoldsRValuesAndBytesAreMeasured) {
 // attn_mass's state grows linearly with the cache's capacity (issue 29 item
 // 6: it was [B,H,cap,cap]): the bytes of every tensor of it, at four capacities.
 TEST(FusedKeyWeights, AttnMassStateIsLinearInCapacity) {
-  ModelConfig c = tiny();  // L = 2, H = 2, D = 8
+  ModelConfig c = tiny_model();  // L = 2, H = 2, D = 8
   c.context = 512;
   c.fused.key_weighting = KW::Scale;
   c.fused.importance = Imp::AttnMass;
@@ -347,7 +338,7 @@ TEST(FusedKeyWeights, AttnMassStateIsLinearInCapacity) {
 // `lengths` edit too, as a right-padded prefill does) still match the full
 // forward and each other.
 TEST(FusedKeyWeights, AttnMassRollbackAndContinueMatchesTheReference) {
-  ModelConfig c = tiny();
+  ModelConfig c = tiny_model();
   c.fused.key_weighting = KW::Scale;
   c.fused.importance = Imp::AttnMass;
   c.fused.alpha = 0.3;
@@ -418,7 +409,7 @@ TEST(FusedGate, FloorAndTopKHandling) {
 }
 
 TEST(FusedGate, TrainedJointlyWithTheLmLoss) {
-  ModelConfig c = tiny();
+  ModelConfig c = tiny_model();
   c.fused.gate = true;
   torch::manual_seed(7);
   Transformer m = make_model("fused", c);
@@ -452,7 +443,7 @@ TEST(FusedStage, OptionsAreFilledAtTheBoundary) {
   EXPECT_EQ(fused_options(cfg).value_rank, 32);
   EXPECT_THROW(set_key(cfg, "fused.orthogonal", "soft", {"x.ini", 3}), ConfigError);
   EXPECT_THROW(make_model("baseline", [] {
-                 ModelConfig c = tiny();
+                 ModelConfig c = tiny_model();
                  c.fused.gate = true;
                  return c;
                }()),
@@ -495,7 +486,7 @@ TEST(FusedStage, MonitorFigures) {
   EXPECT_NEAR(finish_monitor(m, acc).value_distill_orthogonality, 0.0, 1e-5);
 
   // A part that is off gives NaN.
-  Transformer plain = make_model("fused", tiny());
+  Transformer plain = make_model("fused", tiny_model());
   MonitorAccumulator none;
   accumulate_monitor(plain, x, y, none);
   FusedMonitor off = finish_monitor(plain, none);

@@ -17,6 +17,7 @@
 #include "sim/model_options.h"
 #include "sim/study_file.h"
 #include "tests/cpp/check_helpers.h"
+#include "tests/cpp/tiny_model.h"
 
 namespace zl {
 namespace {
@@ -54,12 +55,8 @@ TEST(Alibi, SlopesAreThePapers) {
 // y_i = Σ_j a_ij v_j per head, and a_ij the softmax over j <= i of
 // q_i·k_j/sqrt(D) − m_h (i − j), computed here from the formula alone.
 ModelConfig hand_made() {
-  ModelConfig c;
-  c.vocab = 12;
+  ModelConfig c = tiny_model();  // H 2, D 8
   c.layers = 1;
-  c.heads = 2;
-  c.dim = 8;  // D = 4
-  c.context = 16;
   c.alibi = true;
   c.alibi_max_bias = 2;  // slopes 2^−1, 2^−2: strong enough that a slip in the distance shows
   return c;
@@ -130,12 +127,7 @@ TEST(Alibi, ScoresOnHandMadeAttention) {
 // The biases change attention; a baseline-shaped model at the same seed
 // starts from the very shared weights (paired comparisons, docs/results_schema.md).
 TEST(Alibi, StartsFromTheBaselinesWeightsWithoutPositions) {
-  ModelConfig c;
-  c.vocab = 40;
-  c.layers = 2;
-  c.heads = 4;
-  c.dim = 16;
-  c.context = 20;
+  ModelConfig c = tiny_model_four_heads();
   torch::manual_seed(5);
   Transformer base = make_model("baseline", c);
   torch::manual_seed(5);
@@ -153,18 +145,14 @@ TEST(Alibi, StartsFromTheBaselinesWeightsWithoutPositions) {
   EXPECT_EQ(alibi->parameter_count(), base->parameter_count() - c.context * c.dim);
   base->eval();
   alibi->eval();
-  auto tokens = torch::randint(40, {2, 12}, torch::kLong);
+  auto tokens = torch::randint(c.vocab, {2, 12}, torch::kLong);
   torch::NoGradGuard no_grad;
   EXPECT_GT(max_diff(base->forward(tokens), alibi->forward(tokens)), 1e-4);
 }
 
+// Four heads of width 8 (C 32): a gate per head (G = H) and per element (G = C) differ in size.
 ModelConfig gated(bool headwise) {
-  ModelConfig c;
-  c.vocab = 40;
-  c.layers = 2;
-  c.heads = 4;
-  c.dim = 16;
-  c.context = 20;
+  ModelConfig c = tiny_model_four_heads();
   c.attn_gate_headwise = headwise;
   c.attn_gate_bias = true;
   return c;
@@ -187,12 +175,12 @@ TEST(GatedAttention, OpenGateIsTheUngatedModelAndAClosedOneRemovesAttention) {
     torch::manual_seed(8);
     Transformer g = make_model("gated_attn", gated(headwise));
     ASSERT_TRUE(g->cfg.attn_gate);
-    const int64_t G = headwise ? 4 : 16;
-    EXPECT_EQ(g->parameter_count(), base->parameter_count() + 2 * (G * 16 + G));  // W_θ [G,C] and b [G] per layer
+    const int64_t C = g->cfg.dim, G = headwise ? g->cfg.heads : C;
+    EXPECT_EQ(g->parameter_count(), base->parameter_count() + 2 * (G * C + G));  // W_θ [G,C] and b [G] per layer
     base->eval();
     g->eval();
     torch::NoGradGuard no_grad;
-    auto tokens = torch::randint(40, {2, 12}, torch::kLong);
+    auto tokens = torch::randint(g->cfg.vocab, {2, 12}, torch::kLong);
     // σ(50 + x W_θ) = 1 in float: the same logits as the ungated model from the same seed.
     set_gate(g, 0.5, 50.0);
     EXPECT_LT(max_diff(g->forward(tokens), base->forward(tokens)), 1e-5);
@@ -203,7 +191,7 @@ TEST(GatedAttention, OpenGateIsTheUngatedModelAndAClosedOneRemovesAttention) {
     // In between, the gate depends on the token (x W_θ): not a constant scale.
     set_gate(g, 0.5, 0.0);
     auto* attn = (*g->blocks)[0]->as<Block>()->attn.get();
-    auto x = torch::randn({1, 5, 16});
+    auto x = torch::randn({1, 5, C});
     auto z = torch::matmul(x, attn->gate_weight.t()) + attn->gate_bias;
     EXPECT_GT((torch::sigmoid(z).max() - torch::sigmoid(z).min()).item<float>(), 0.1f);
   }

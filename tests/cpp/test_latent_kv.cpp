@@ -24,17 +24,14 @@
 #include "sim/study_file.h"
 #include "tests/cpp/check_helpers.h"
 #include "tests/cpp/temp_dir.h"
+#include "tests/cpp/tiny_model.h"
 
 namespace zl {
 namespace {
 
 ModelConfig tiny() {
-  ModelConfig c;
-  c.vocab = 40;
-  c.layers = 2;
-  c.heads = 4;
-  c.dim = 32;  // D = 8
-  c.context = 32;
+  ModelConfig c = tiny_model_four_heads();  // C 32, H 4, D 8
+  c.context = 32;  // the trained mode learns on windows of 32 tokens
   return c;
 }
 
@@ -87,16 +84,16 @@ LatentSvdOptions svd_options(int64_t rank, bool separate, int64_t group, bool wh
 std::vector<torch::Tensor> calibration_windows() {
   torch::manual_seed(23);
   std::vector<torch::Tensor> w;
-  for (int i = 0; i < 3; ++i) w.push_back(torch::randint(40, {2, 16}, torch::kLong));
+  for (int i = 0; i < 3; ++i) w.push_back(torch::randint(tiny().vocab, {2, 16}, torch::kLong));
   return w;
 }
 
 TEST(LatentKv, FullRankSvdIsTheBaselineToE4) {
   auto base = sharp_baseline(3);
   torch::manual_seed(11);
-  auto prompt = torch::randint(40, {2, 9}, torch::kLong);
+  auto prompt = torch::randint(tiny().vocab, {2, 9}, torch::kLong);
   std::vector<torch::Tensor> steps;
-  for (int i = 0; i < 6; ++i) steps.push_back(torch::randint(40, {2, 1}, torch::kLong));
+  for (int i = 0; i < 6; ++i) steps.push_back(torch::randint(tiny().vocab, {2, 1}, torch::kLong));
   auto want = cached_logits(base, prompt, steps);
   torch::Tensor want_full;
   {
@@ -187,7 +184,7 @@ TEST(LatentKv, AbsorbedDecodeEqualsTheExplicitForwardWithRollback) {
   }
   m->eval();
   torch::NoGradGuard no_grad;
-  auto seq = torch::randint(40, {2, 14}, torch::kLong);
+  auto seq = torch::randint(tiny().vocab, {2, 14}, torch::kLong);
   auto full = m->forward(seq);  // [2,14,V]: keys and values up-projected, no cache
   auto cache = m->make_cache(2);
   auto first = m->forward(seq.narrow(1, 0, 8), cache);
@@ -269,7 +266,7 @@ TEST(LatentKv, TrainedModeLearnsAndStartsFromTheBaselinesSharedWeights) {
 
   // A short run on a periodic sequence: the loss falls, and the latent's
   // factors and gain get gradients.
-  auto period = torch::randint(40, {7}, torch::kLong);
+  auto period = torch::randint(tiny().vocab, {7}, torch::kLong);
   auto data = period.repeat({6}).narrow(0, 0, 33);  // [33]
   auto x = data.narrow(0, 0, 32).unsqueeze(0).repeat({4, 1}), y = data.narrow(0, 1, 32).unsqueeze(0).repeat({4, 1});
   torch::optim::AdamW opt(m->parameters(), torch::optim::AdamWOptions(1e-2));

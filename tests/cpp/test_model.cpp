@@ -5,33 +5,22 @@
 #include "models/factory.h"
 #include "models/sampling.h"
 #include "models/transformer.h"
+#include "tests/cpp/tiny_model.h"
 
 namespace zl {
 namespace {
 
-ModelConfig tiny() {
-  ModelConfig c;
-  c.vocab = 50;
-  c.layers = 2;
-  c.heads = 2;
-  c.dim = 16;
-  c.context = 24;
-  return c;
-}
-
 TEST(Model, ShapesAndParameterCount) {
-  torch::manual_seed(0);
-  Transformer m(tiny());
+  Transformer m = tiny_transformer(0);
   auto logits = m->forward(torch::randint(50, {3, 10}, torch::kLong));
   EXPECT_EQ(logits.sizes(), (std::vector<int64_t>{3, 10, 50}));
-  // wte 50*16 + wpe 24*16 + per block (2 LN: 4*16, qkv 16*48, proj 16*16, fc 16*64, proj 64*16) + ln_f 2*16
+  // tiny_model(), V 50, T 24, C 16, L 2: wte 50*16 + wpe 24*16 + per block (2 LN: 4*16, qkv 16*48, proj 16*16, fc 16*64, proj 64*16) + ln_f 2*16
   int64_t expected = 50 * 16 + 24 * 16 + 2 * (4 * 16 + 16 * 48 + 16 * 16 + 16 * 64 + 64 * 16) + 2 * 16;
   EXPECT_EQ(m->parameter_count(), expected);
 }
 
 TEST(Model, CausalFutureTokensDoNotChangeThePast) {
-  torch::manual_seed(0);
-  Transformer m(tiny());
+  Transformer m = tiny_transformer(0);
   m->eval();
   auto a = torch::randint(50, {1, 12}, torch::kLong);
   auto b = a.clone();
@@ -41,8 +30,7 @@ TEST(Model, CausalFutureTokensDoNotChangeThePast) {
 }
 
 TEST(Model, IncrementalDecodeEqualsFullForward) {
-  torch::manual_seed(1);
-  Transformer m(tiny());
+  Transformer m = tiny_transformer(1);
   m->eval();
   torch::NoGradGuard no_grad;
   auto tokens = torch::randint(50, {3, 20}, torch::kLong);
@@ -58,8 +46,7 @@ TEST(Model, IncrementalDecodeEqualsFullForward) {
 }
 
 TEST(Model, RollbackThenSameTokensGivesSameLogits) {
-  torch::manual_seed(2);
-  Transformer m(tiny());
+  Transformer m = tiny_transformer(2);
   m->eval();
   torch::NoGradGuard no_grad;
   auto tokens = torch::randint(50, {2, 12}, torch::kLong);
@@ -80,8 +67,7 @@ TEST(Model, RollbackThenSameTokensGivesSameLogits) {
 }
 
 TEST(Model, SequencesOfDifferentLengthsDecodeIndependently) {
-  torch::manual_seed(3);
-  Transformer m(tiny());
+  Transformer m = tiny_transformer(3);
   m->eval();
   torch::NoGradGuard no_grad;
   auto a = torch::randint(50, {1, 9}, torch::kLong), b = torch::randint(50, {1, 9}, torch::kLong);
@@ -96,14 +82,14 @@ TEST(Model, SequencesOfDifferentLengthsDecodeIndependently) {
 }
 
 TEST(Model, KvBytesPerTokenCountsEveryLayer) {
-  Transformer m(tiny());
+  Transformer m(tiny_model());
   auto cache = m->make_cache(1);
   EXPECT_EQ(cache.bytes_per_token(), 2 /*layers*/ * 2 /*k,v*/ * 16 /*H*D*/ * 4 /*fp32*/);
 }
 
 TEST(Model, FactoryRefusesVariantsNotBuilt) {
-  EXPECT_NO_THROW(make_model("baseline", tiny()));
-  EXPECT_THROW(make_model("nonsense", tiny()), std::invalid_argument);
+  EXPECT_NO_THROW(make_model("baseline", tiny_model()));
+  EXPECT_THROW(make_model("nonsense", tiny_model()), std::invalid_argument);
 }
 
 TEST(Sampling, TopKAndTopPKeepTheRightTokens) {

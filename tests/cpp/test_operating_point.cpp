@@ -15,6 +15,7 @@
 #include "sim/study_file.h"
 #include "tests/cpp/message_of.h"
 #include "tests/cpp/temp_dir.h"
+#include "tests/cpp/tiny_model.h"
 
 namespace zl {
 namespace {
@@ -66,12 +67,8 @@ TEST(OperatingPoint, AJumpAtTheCrossingIsAnErrorNotAQuietMiss) {
 }
 
 ModelConfig tiny_lm() {
-  ModelConfig c;
-  c.vocab = 64;
-  c.layers = 1;
-  c.heads = 2;
-  c.dim = 16;
-  c.context = 64;
+  ModelConfig c = tiny_model();
+  c.vocab = 64;  // the prompts below hold ids up to 60
   return c;
 }
 

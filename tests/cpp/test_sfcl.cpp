@@ -17,18 +17,14 @@
 #include "sim/stages/oet_stage.h"
 #include "sim/stages/offline_table_file.h"
 #include "tests/cpp/temp_dir.h"
+#include "tests/cpp/tiny_model.h"
 
 namespace zl {
 namespace {
 namespace fs = std::filesystem;
 
 ModelConfig tiny_sfcl() {
-  ModelConfig c;
-  c.vocab = 50;
-  c.layers = 2;
-  c.heads = 2;
-  c.dim = 16;
-  c.context = 24;
+  ModelConfig c = tiny_model();
   c.correction_hidden = 4;
   return c;
 }

@@ -11,17 +11,16 @@
 #include "sim/stages/resample_log.h"
 #include "sim/stages/verifier_training.h"
 #include "sim/stages/verify_hook.h"
+#include "tests/cpp/tiny_model.h"
 
 namespace zl {
 namespace {
 
+// The verifier reads windows of a stream of digits 0-9: a vocabulary of
+// about that many ids (12 by default).
 ModelConfig tiny_lm(int64_t vocab = 12) {
-  ModelConfig c;
+  ModelConfig c = tiny_model();
   c.vocab = vocab;
-  c.layers = 1;
-  c.heads = 2;
-  c.dim = 16;
-  c.context = 32;
   return c;
 }
 

@@ -19,6 +19,7 @@
 #include "sim/stages/resample_log.h"
 #include "sim/stages/sfvl_stage.h"
 #include "sim/stages/verify_hook.h"
+#include "tests/cpp/tiny_model.h"
 
 namespace zl {
 namespace {
@@ -126,13 +127,10 @@ TEST(CheckerOracle, ReSamplesOnlyAtFlaggedWindowsAndLowersTheViolationRate) {
   EXPECT_GT(r.exhausted_rate, 0.0);
 }
 
-ModelConfig tiny_lm(int64_t vocab = 12) {
-  ModelConfig c;
-  c.vocab = vocab;
-  c.layers = 1;
-  c.heads = 2;
-  c.dim = 16;
-  c.context = 64;
+ModelConfig tiny_lm() {
+  ModelConfig c = tiny_model();
+  c.vocab = 12;    // few ids: prompts drawn from all of them, half the tokens even
+  c.context = 64;  // 40 new tokens after a 3-token prompt
   return c;
 }
 

@@ -8,6 +8,7 @@
 #include "models/sampling.h"
 #include "models/transformer.h"
 #include "sim/stages/speculative.h"
+#include "tests/cpp/tiny_model.h"
 
 namespace zl {
 namespace {
@@ -43,13 +44,12 @@ TEST(Speculative, DrawOneIsDrawOnOneRow) {
   }
 }
 
+// Five tokens: the joint of the first two has 25 cells, each with enough
+// samples for the chi-squared test below.
 ModelConfig toy(int64_t dim) {
-  ModelConfig c;
+  ModelConfig c = tiny_model();
   c.vocab = 5;
-  c.layers = 1;
-  c.heads = 1;
-  c.dim = dim;
-  c.context = 16;
+  c.dim = dim;  // the draft narrower than the model
   return c;
 }
 

@@ -11,21 +11,18 @@ import time
 
 import numpy as np
 
-from conftest import ROOT, zerolayer_bin
+from conftest import ROOT, SHORT_RUN, zerolayer_bin
 from zerolayer.results import load_index
-
-SMALL = ["--train.steps", "40", "--train.eval_every", "20", "--train.checkpoint_every", "20",
-         "--train.threads", "1", "--decode.repeats", "1"]
 
 
 def ablate(out, *extra):
-    return subprocess.Popen([zerolayer_bin(), "ablate", "ablations/smoke.ini", "--output.dir", out, *SMALL, *extra],
+    return subprocess.Popen([zerolayer_bin(), "ablate", "ablations/smoke.ini", "--output.dir", out, *SHORT_RUN, *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
 
 
 def run_ids(out):
-    proc = subprocess.run([zerolayer_bin(), "ablate", "ablations/smoke.ini", "--output.dir", out, *SMALL, "--dry-run"],
-                          capture_output=True, text=True, cwd=ROOT, check=True)
+    proc = subprocess.run([zerolayer_bin(), "ablate", "ablations/smoke.ini", "--output.dir", out, *SHORT_RUN,
+                           "--dry-run"], capture_output=True, text=True, cwd=ROOT, check=True)
     return [line.split()[0] for line in proc.stdout.splitlines() if re.match(r"^[0-9a-f]{12} ", line)]
 
 

@@ -2,7 +2,6 @@
 smoke-sized study of sfvl beside sfvl_oracle, sfvl_random, sfvl_best_of_n and
 contrastive. All decode the baseline's one checkpoint; each reports sfvl's
 metrics where they apply; contrastive records that it ran the reference step."""
-import os
 import subprocess
 
 import h5py
@@ -10,7 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import ROOT, zerolayer_bin
+from conftest import ROOT, SHORT_VERIFIER, index_of, smoke_study, zerolayer_bin
+
+pytestmark = pytest.mark.slow  # the study every test reads takes half a minute
 
 ARMS = ["baseline", "sfvl", "sfvl_oracle", "sfvl_random", "sfvl_best_of_n", "contrastive"]
 RESAMPLING = ["trigger_rate", "resample_same_rate", "checks_per_token", "retries_exhausted_rate", "resamples"]
@@ -19,28 +20,17 @@ RESAMPLING = ["trigger_rate", "resample_same_rate", "checks_per_token", "retries
 @pytest.fixture(scope="module")
 def controls(tmp_path_factory):
     d = tmp_path_factory.mktemp("controls")
-    with open(os.path.join(ROOT, "ablations", "smoke.ini")) as f:
-        text = f.read()
-    text = text.replace("[grid]\n", "[zip.arm]\nvariant = " + ", ".join(ARMS) + "\n\n[grid]\n")
-    text = text.replace("seed = 1, 2", "seed = 1")
-    text += ("\n[verify]\ntrain_steps = 60\nthreshold = 0.5\n"
-             "\n[control]\ntrigger_rate = 0.25\nbest_of_n = 2\n"
-             "\n[contrastive]\nk = 4\n")
-    study = d / "controls.ini"
-    study.write_text(text)
-    proc = subprocess.run([zerolayer_bin(), "ablate", str(study), "--output.dir", str(d / "out")],
+    study = smoke_study(d / "controls.ini", arms="variant = " + ", ".join(ARMS),
+                        extra=SHORT_VERIFIER + "\n[control]\ntrigger_rate = 0.25\nbest_of_n = 2\n"
+                                               "\n[contrastive]\nk = 4\n")
+    proc = subprocess.run([zerolayer_bin(), "ablate", study, "--output.dir", str(d / "out"), "--seed", "1"],
                           capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return str(d / "out" / "results.h5"), proc.stderr
 
 
 def index(path):
-    with h5py.File(path, "r") as f:
-        df = pd.DataFrame(f["index"][:])
-    for c in df.columns:
-        if df[c].dtype == object:
-            df[c] = df[c].str.decode("utf-8")
-    return df.set_index("variant")
+    return index_of(path).set_index("variant")
 
 
 def events(path, run_id):

@@ -12,17 +12,14 @@ import subprocess
 
 import numpy as np
 
-from conftest import ROOT, zerolayer_bin
+from conftest import ROOT, SHORT_RUN, index_of, zerolayer_bin
 from zerolayer.results import load_index
-
-ARGS = ["--train.steps", "40", "--train.eval_every", "20", "--train.checkpoint_every", "20",
-        "--train.threads", "1", "--decode.repeats", "1"]
 
 
 def ablate(out, seeds, limit=None):
     def cap():
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-    return subprocess.run([zerolayer_bin(), "ablate", "ablations/smoke.ini", "--output.dir", out, *ARGS,
+    return subprocess.run([zerolayer_bin(), "ablate", "ablations/smoke.ini", "--output.dir", out, *SHORT_RUN,
                            "--seed", seeds], capture_output=True, text=True, cwd=ROOT, timeout=600,
                           preexec_fn=cap if limit else None)
 
@@ -87,12 +84,12 @@ def test_damaged_caches_and_checkpoints_are_detected_set_aside_and_rebuilt(tmpdi
     which only the checksum sees), each is named, set aside and rebuilt, and
     the study gives the same values as before."""
     out = os.path.join(tmpdir_zl, "caches")
-    run = lambda: subprocess.run([zerolayer_bin(), "ablate", "ablations/smoke.ini", "--output.dir", out, *ARGS,
+    run = lambda: subprocess.run([zerolayer_bin(), "ablate", "ablations/smoke.ini", "--output.dir", out, *SHORT_RUN,
                                   "--seed", "1", "--variant", "sfvl,oet"], capture_output=True, text=True, cwd=ROOT,
                                  timeout=600)
     first = run()
     assert first.returncode == 0, first.stderr[-2000:]
-    before = load_index(os.path.join(out, "results.h5")).sort_values("run_id").reset_index(drop=True)
+    before = index_of(os.path.join(out, "results.h5"))
 
     def only(pattern):
         found = [os.path.join(d, f) for d, _, files in os.walk(out) for f in files
@@ -124,7 +121,7 @@ def test_damaged_caches_and_checkpoints_are_detected_set_aside_and_rebuilt(tmpdi
         assert name in again.stderr and "damaged" in again.stderr, (name, again.stderr[-3000:])
     assert again.stderr.count("set aside") == len(damaged), again.stderr[-3000:]
     assert "training it again" in again.stderr
-    after = load_index(os.path.join(out, "results.h5")).sort_values("run_id").reset_index(drop=True)
+    after = index_of(os.path.join(out, "results.h5"))
     assert list(after["run_id"]) == list(before["run_id"])
     for metric in EXACT:
         if metric in before.columns:

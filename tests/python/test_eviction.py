@@ -3,22 +3,17 @@ Xiao et al., ICLR 2024) and h2o (Heavy-Hitter Oracle, Zhang et al., NeurIPS
 2023) decode the baseline's checkpoint from the CLI on the fast step, hold
 fewer cache bytes than it, and with a budget of the whole context write the
 baseline's very continuations."""
-import os
 import subprocess
 
 import h5py
 import numpy as np
 
-from conftest import ROOT, zerolayer_bin
-from test_known_attention import TINY
-from test_study import index_of
+from conftest import ROOT, TINY_RUN, index_of, smoke_study, zerolayer_bin
 
 # Default windows, then the whole context (64 tokens) for each.
-ARMS = """[zip.arm]
-variant = baseline, streaming, h2o, streaming, h2o
+ARMS = """variant = baseline, streaming, h2o, streaming, h2o
 streaming.window = 28, 28, 28, 64, 28
 h2o.budget = 0.2, 0.2, 0.2, 0.2, 1
-
 """
 
 
@@ -28,12 +23,9 @@ def continuations(path, run_id):
 
 
 def test_streaming_and_h2o_decode_the_baseline_checkpoint(tmp_path):
-    with open(os.path.join(ROOT, "ablations", "smoke.ini")) as f:
-        text = f.read()
-    study = tmp_path / "evict.ini"
-    study.write_text(text.replace("[grid]\nseed = 1, 2\n", ARMS))
+    study = smoke_study(tmp_path / "evict.ini", arms=ARMS)  # one seed: TINY_RUN's
     out = tmp_path / "out"
-    proc = subprocess.run([zerolayer_bin(), "ablate", str(study), "--output.dir", str(out), *TINY],
+    proc = subprocess.run([zerolayer_bin(), "ablate", study, "--output.dir", str(out), *TINY_RUN],
                           capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     path = str(out / "results.h5")
@@ -54,7 +46,7 @@ def test_streaming_and_h2o_decode_the_baseline_checkpoint(tmp_path):
         per_token = base["kv_bytes_per_token"] + row["kv_bytes_per_token_eviction"]
         assert row["kv_bytes_peak"] == (row["eviction_budget"] + 1) * per_token, v
         assert row["flops_attention"] < base["flops_attention"] and row["flops_eviction"] > 0, v
-        # Measured like the baseline (TINY's byte-level prompts are not contract prompts: NaN for both).
+        # Measured like the baseline (TINY_RUN's byte-level prompts are not contract prompts: NaN for both).
         assert np.isnan(row["violation_rate"]) == np.isnan(base["violation_rate"]), v
         assert np.isfinite(row["repetition_rate"]) and row["decode_tok_s"] > 0, v
     # The whole context: nothing evicted, the baseline's continuations token for token.

@@ -2,12 +2,14 @@
 seconds by overrides) and every run holds the fused metrics, NaN exactly where
 a part is off."""
 import configparser
-import io
 import os
 
 import numpy as np
+import pytest
 
-from test_study import index_of
+from conftest import index_of
+
+pytestmark = pytest.mark.slow  # every run of ablations/fused.ini: tens of seconds
 
 TINY = ["--seed", "1", "--model.layers", "1", "--model.heads", "2", "--model.dim", "32", "--model.context", "64",
         "--data.documents", "200", "--data.vocab_size", "512", "--train.steps", "20", "--train.warmup", "2",

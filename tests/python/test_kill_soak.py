@@ -12,9 +12,11 @@ import subprocess
 import time
 
 import numpy as np
+import pytest
 
-from conftest import ROOT, zerolayer_bin
-from zerolayer.results import load_index
+from conftest import ROOT, SHORT_VERIFIER, index_of, smoke_study, zerolayer_bin
+
+pytestmark = pytest.mark.slow  # studies of 300 steps, one killed twenty times
 
 ARGS = ["--train.steps", "300", "--train.checkpoint_every", "25", "--train.eval_every", "100",
         "--train.threads", "1", "--decode.repeats", "1"]
@@ -25,13 +27,7 @@ EXACT = ["val_loss", "val_ppl", "bpb", "unigram_loss", "violation_rate", "repeti
 
 
 def write_study(path):
-    with open(os.path.join(ROOT, "ablations", "smoke.ini")) as f:
-        text = f.read()
-    assert "[grid]\n" in text, "smoke.ini's grid changed: update this test"
-    text = text.replace("[grid]\n", "[zip.arm]\nvariant = baseline, sfvl\n\n[grid]\n")
-    text += "\n[verify]\ntrain_steps = 60\nthreshold = 0.5\n"
-    with open(path, "w") as f:
-        f.write(text)
+    smoke_study(path, arms="variant = baseline, sfvl", extra=SHORT_VERIFIER)
 
 
 def command(study, out):
@@ -41,7 +37,7 @@ def command(study, out):
 def finished(study, out):
     proc = subprocess.run(command(study, out), capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return load_index(os.path.join(out, "results.h5")).sort_values("run_id").reset_index(drop=True)
+    return index_of(os.path.join(out, "results.h5"))
 
 
 def test_the_same_study_twice_trains_the_same_losses_bit_for_bit(tmpdir_zl):

@@ -2,29 +2,17 @@
 ICLR 2022) and gated_attn (Qiu et al., 2025) train a few steps from the CLI
 beside the baseline, each its own checkpoint, decode on the fast step, and
 report their FLOPs per module."""
-import os
 import subprocess
 
 import numpy as np
 
-from conftest import ROOT, zerolayer_bin
-from test_study import index_of
-
-TINY = ["--seed", "1", "--model.layers", "1", "--model.heads", "4", "--model.dim", "32", "--model.context", "64",
-        "--data.tokenizer", "byte", "--data.documents", "100", "--train.steps", "12", "--train.warmup", "2",
-        "--train.batch", "4", "--train.eval_every", "12", "--train.checkpoint_every", "12",
-        "--train.eval_batches", "1", "--decode.prompts", "4", "--decode.batch", "4", "--decode.repeats", "1",
-        "--decode.max_new_tokens", "8", "--train.threads", "2", "--output.verbosity", "0"]
+from conftest import ROOT, TINY_RUN, index_of, smoke_study, zerolayer_bin
 
 
 def test_alibi_and_gated_attn_train_decode_and_count(tmp_path):
-    with open(os.path.join(ROOT, "ablations", "smoke.ini")) as f:
-        text = f.read()
-    text = text.replace("[grid]\n", "[zip.arm]\nvariant = baseline, alibi, gated_attn\n\n[grid]\n")
-    study = tmp_path / "known.ini"
-    study.write_text(text)
+    study = smoke_study(tmp_path / "known.ini", arms="variant = baseline, alibi, gated_attn")
     out = tmp_path / "out"
-    proc = subprocess.run([zerolayer_bin(), "ablate", str(study), "--output.dir", str(out), *TINY],
+    proc = subprocess.run([zerolayer_bin(), "ablate", study, "--output.dir", str(out), *TINY_RUN],
                           capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     df = index_of(str(out / "results.h5")).set_index("variant")

@@ -5,27 +5,20 @@ on training windows), beside the baseline. The svd arm shares the baseline's
 checkpoint, reports the factorised model's quality and the trained one's, and
 both latent arms cache r values per token and layer (measured from the
 cache), decode on the reference step and count the up-projections' FLOPs."""
-import os
 import subprocess
 
 import numpy as np
 
-from conftest import ROOT, zerolayer_bin
-from test_known_attention import TINY
-from test_study import index_of
+from conftest import ROOT, TINY_RUN, index_of, smoke_study, zerolayer_bin
 
 
 def test_latent_kv_trained_and_svd_beside_the_baseline(tmp_path):
-    with open(os.path.join(ROOT, "ablations", "smoke.ini")) as f:
-        text = f.read()
-    text = text.replace("[grid]\n", "[zip.arm]\nvariant = baseline, latent_kv, latent_kv\n"
-                                     "latent.mode = trained, trained, svd\n\n[grid]\n")
-    study = tmp_path / "latent.ini"
-    study.write_text(text)
+    study = smoke_study(tmp_path / "latent.ini", arms="variant = baseline, latent_kv, latent_kv\n"
+                                                      "latent.mode = trained, trained, svd")
     out = tmp_path / "out"
     # r = 0.25 of the K/V width 2 x 32: 16 values per token and layer (svd: 8
     # for K and 8 for V); 16 calibration windows keep the test short.
-    proc = subprocess.run([zerolayer_bin(), "ablate", str(study), "--output.dir", str(out), *TINY,
+    proc = subprocess.run([zerolayer_bin(), "ablate", study, "--output.dir", str(out), *TINY_RUN,
                            "--latent.rank", "0.25", "--latent.svd_calib_windows", "16"],
                           capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -64,6 +64,8 @@ def outputs_text(notebook):
     return "\n".join(texts), figures
 
 
+# The three below read studies that take minutes to build.
+@pytest.mark.slow
 def test_serving_notebook_runs_on_served_output(served_results, tmp_path):
     proc = execute("serving", served_results, tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -73,6 +75,7 @@ def test_serving_notebook_runs_on_served_output(served_results, tmp_path):
     assert figures >= 4  # latency against throughput, the simulator's error, the step fit, the projections
 
 
+@pytest.mark.slow
 def test_scaling_notebook_on_a_ladder_with_and_without_its_trend_table(ladder_results, tmp_path):
     proc = execute("scaling", ladder_results, tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -91,6 +94,7 @@ def test_scaling_notebook_on_a_ladder_with_and_without_its_trend_table(ladder_re
     assert "computed now" in text and "S000-share" in text and figures == 1
 
 
+@pytest.mark.slow
 def test_claims_notebook_plots_the_sensitivity_curves(sensitivity_results, tmp_path):
     proc = execute("claims", sensitivity_results, tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -77,6 +77,7 @@ def test_known_trend_on_a_hand_made_ladder(zl, tmpdir_zl):
     assert set(load_claims(single)["size"]) == {"2x64"}
 
 
+@pytest.mark.slow  # ladder_results takes a minute to build
 def test_a_real_miniature_ladder_agrees_across_cli_python_and_file(ladder_results):
     zl_native = pytest.importorskip("zerolayer._native")
     claims = load_claims(ladder_results)
@@ -99,6 +100,7 @@ def test_a_real_miniature_ladder_agrees_across_cli_python_and_file(ladder_result
                                                                               ("S000-share", "2x32")}
 
 
+@pytest.mark.slow
 def test_the_readme_tables_script(ladder_results, tmpdir_zl):
     script = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                           "python", "scale_table.py")

@@ -5,9 +5,12 @@ import subprocess
 
 import h5py
 import numpy as np
+import pytest
 
 from conftest import ROOT, zerolayer_bin
 from zerolayer import load_claim_sensitivity, load_index, load_table
+
+pytestmark = pytest.mark.slow  # sensitivity_results takes minutes to build
 
 
 def test_each_sfvl_run_solved_its_threshold_for_its_target(sensitivity_results):

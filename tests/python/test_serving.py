@@ -12,13 +12,14 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, SERVED
 from zerolayer import load_index, load_serving
 
-SMALL = ["--serve.requests", "24", "--serve.hardware", "H100-SXM", "--serve.shapes", "llama2-7b",
-         "--serve.slo_ttft_ms", "50", "--serve.slo_tpot_ms", "5", "--seed", "1"]
+# served_results takes minutes to build: the tests that read it are marked slow, as are those that train
+# and serve a model of their own for tens of seconds.
 
 
+@pytest.mark.slow
 def test_serve_bench_measures_and_simulates_each_load(served_results):
     loads = load_serving(served_results, "loads")
     base = loads[loads.variant == "baseline"]
@@ -64,6 +65,7 @@ def test_serve_bench_measures_and_simulates_each_load(served_results):
     assert kept_up[-1] < kept_up[0]
 
 
+@pytest.mark.slow
 def test_steps_profile_and_projection_are_recorded(served_results):
     steps = load_serving(served_results, "steps")
     assert len(steps) > 0 and (steps.end_ns > steps.start_ns).all() and (steps.predicted_ns > 0).all()
@@ -105,6 +107,7 @@ def test_steps_profile_and_projection_are_recorded(served_results):
     assert (index.projected_memory_gb > 13.4).all()
 
 
+@pytest.mark.slow
 def test_bench_serving_prints_the_validation_and_the_servers_speed(served_results):
     proc = subprocess.run([sys.executable, os.path.join(ROOT, "python", "bench_serving.py"), served_results],
                           capture_output=True, text=True, cwd=ROOT)
@@ -116,6 +119,7 @@ def test_bench_serving_prints_the_validation_and_the_servers_speed(served_result
     assert sorted(line.split("|")[1].strip() for line in speed) == ["baseline"] * 3 + ["sfvl"] * 3, out
 
 
+@pytest.mark.slow
 def test_sfvl_is_served_with_its_verifier(served_results):
     loads = load_serving(served_results, "loads")
     assert set(loads.variant) == {"baseline", "sfvl"}
@@ -136,6 +140,7 @@ def test_sfvl_is_served_with_its_verifier(served_results):
     assert ((rates[~np.isnan(rates)] >= 0) & (rates[~np.isnan(rates)] <= 1)).all() and (~np.isnan(rates[:, 0])).any()
 
 
+@pytest.mark.slow
 def test_claims_show_projected_rows(served_results, zl, tmpdir_zl):
     # A registry of one claim (the served file has baseline and sfvl, not the
     # shipped claims' fused): its measured row, and its projection under it.
@@ -161,10 +166,11 @@ def test_claims_show_projected_rows(served_results, zl, tmpdir_zl):
     assert math.isfinite(table["value"][ids.index("X-throughput@here")])
 
 
+@pytest.mark.slow
 def test_oet_is_served_with_its_trigger(zl, tmpdir_zl):
     """oet served (issue 29 item 4): its corrections set per row and token of each served step, so it
     gets a capacity at the SLOs like every served variant; it takes nothing back, so no re-sampling rates."""
-    zl("serve-bench", "ablations/smoke.ini", "--output.dir", tmpdir_zl, "--variant", "oet", *SMALL)
+    zl("serve-bench", "ablations/smoke.ini", "--output.dir", tmpdir_zl, "--variant", "oet", *SERVED)
     path = os.path.join(tmpdir_zl, "results.h5")
     oet = load_index(path).query("variant == 'oet'")
     assert len(oet) == 1 and (oet["serve_served"] == 1).all()
@@ -178,8 +184,9 @@ def test_oet_is_served_with_its_trigger(zl, tmpdir_zl):
     assert load_serving(path, "steps").dropped.sum() == 0
 
 
+@pytest.mark.slow
 def test_simulate_serves_nothing_for_real(zl, tmpdir_zl):
-    zl("simulate", "ablations/smoke.ini", "--output.dir", tmpdir_zl, *SMALL)
+    zl("simulate", "ablations/smoke.ini", "--output.dir", tmpdir_zl, *SERVED)
     loads = load_serving(os.path.join(tmpdir_zl, "results.h5"), "loads")
     assert set(loads.side) == {"simulated"} and len(loads) == 3
     with h5py.File(os.path.join(tmpdir_zl, "results.h5"), "r") as f:
@@ -187,24 +194,26 @@ def test_simulate_serves_nothing_for_real(zl, tmpdir_zl):
         assert "steps" not in f[f"runs/{rid}/serve"]
 
 
+@pytest.mark.slow
 def test_a_trace_is_replayed(zl, tmpdir_zl):
     trace = os.path.join(tmpdir_zl, "trace.csv")
     with open(trace, "w") as f:
         f.write("arrival_s,prompt,output_tokens,user\n")
         for i in range(6):
             f.write(f'{0.002 * i:.3f},"This agreement, dated {i}, is made between",{3 + i},u{i}\n')
-    zl("serve-bench", "ablations/smoke.ini", "--output.dir", tmpdir_zl, "--serve.trace", trace, *SMALL)
+    zl("serve-bench", "ablations/smoke.ini", "--output.dir", tmpdir_zl, "--serve.trace", trace, *SERVED)
     loads = load_serving(os.path.join(tmpdir_zl, "results.h5"), "loads")
     assert len(loads) == 2 and (loads.completed == 6).all()
     assert math.isnan(loads.load.iloc[0])
 
 
+@pytest.mark.slow
 def test_the_real_server_runs_on_the_team_serve_threads_sets(zl, tmpdir_zl, served_results):
     # By default the run's threads (train.threads 0: every core); serve.threads 1 a team of one,
     # profiled and served alike, every request answered.
     assert (load_index(served_results).serve_threads == os.cpu_count()).all()
     zl("serve-bench", "ablations/smoke.ini", "--output.dir", tmpdir_zl, "--serve.loads", "0.8", "--serve.threads", "1",
-       *SMALL)
+       *SERVED)
     path = os.path.join(tmpdir_zl, "results.h5")
     assert (load_index(path).serve_threads == 1).all()
     loads = load_serving(path, "loads")
@@ -215,9 +224,11 @@ def test_the_real_server_runs_on_the_team_serve_threads_sets(zl, tmpdir_zl, serv
     (["--serve.rates", "0"], "serve.rates"),
     (["--serve.rates", "5,-1"], "serve.rates"),
     (["--serve.loads", ""], "serve.loads"),
-    (["--serve.kv_budget_mb", "0.001"], "serve.kv_budget_mb"),
     (["--serve.threads", "-1"], "serve.threads"),
-    (["--serve.hardware", "TPUv9"], "TPUv9"),
+    # Named only once the model has trained and serves (the budget) or projects (the hardware): seconds to
+    # tens of seconds each.
+    pytest.param(["--serve.kv_budget_mb", "0.001"], "serve.kv_budget_mb", marks=pytest.mark.slow),
+    pytest.param(["--serve.hardware", "TPUv9"], "TPUv9", marks=pytest.mark.slow),
 ])
 def test_bad_arguments_are_named(zl, tmpdir_zl, args, needle):
     proc = zl("serve-bench", "ablations/smoke.ini", "--output.dir", tmpdir_zl, "--serve.requests", "8", *args,
@@ -228,11 +239,12 @@ def test_bad_arguments_are_named(zl, tmpdir_zl, args, needle):
     assert needle in text, text[-2000:]
 
 
+@pytest.mark.slow
 def test_a_trace_without_a_column_is_named(zl, tmpdir_zl):
     trace = os.path.join(tmpdir_zl, "bad.csv")
     with open(trace, "w") as f:
         f.write("arrival_s,prompt\n0,hello\n")
-    proc = zl("serve-bench", "ablations/smoke.ini", "--output.dir", tmpdir_zl, "--serve.trace", trace, *SMALL,
+    proc = zl("serve-bench", "ablations/smoke.ini", "--output.dir", tmpdir_zl, "--serve.trace", trace, *SERVED,
               check=False)
     text = proc.stderr + proc.stdout
     assert proc.returncode != 0

@@ -6,15 +6,13 @@ import subprocess
 import h5py
 import numpy as np
 
-from conftest import ROOT, zerolayer_bin
+from conftest import ROOT, SHORT_RUN, zerolayer_bin
 from zerolayer.results import load_index, parse_config
 
 # Four runs: 2 seeds x 2 temperatures. Runs differing only in temperature share
 # a trained model, and `i % n` slicing puts the two temperatures of one seed in
 # different shards, so both processes need the same checkpoints at the same
 # time: the checkpoint lock and the atomic data caches are exercised too.
-SMALL = ["--train.steps", "40", "--train.eval_every", "20", "--train.checkpoint_every", "20",
-         "--train.threads", "1", "--decode.repeats", "1"]
 
 
 def write_study(path):
@@ -38,12 +36,12 @@ def test_two_shards_at_once_then_merge_equal_one_unsharded_run(tmpdir_zl):
     write_study(study)
     sharded, whole = os.path.join(tmpdir_zl, "sharded"), os.path.join(tmpdir_zl, "whole")
 
-    dry = subprocess.run([zerolayer_bin(), "ablate", study, "--output.dir", sharded, "--dry-run", *SMALL],
+    dry = subprocess.run([zerolayer_bin(), "ablate", study, "--output.dir", sharded, "--dry-run", *SHORT_RUN],
                          capture_output=True, text=True, cwd=ROOT, check=True).stdout
     assert "4 runs in this slice (4 in the study)" in dry and dry.count("missing") == 4, dry
 
     procs = [subprocess.Popen([zerolayer_bin(), "ablate", study, "--output.dir", sharded, "--shard", f"{i}/2",
-                               *SMALL], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               *SHORT_RUN], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for i in range(2)]
     outs = [p.communicate(timeout=600) for p in procs]
     for p, (out, err) in zip(procs, outs):
@@ -54,7 +52,7 @@ def test_two_shards_at_once_then_merge_equal_one_unsharded_run(tmpdir_zl):
     assert not os.path.exists(os.path.join(sharded, "results.h5"))
     for i in range(2):
         dry = subprocess.run([zerolayer_bin(), "ablate", study, "--output.dir", sharded, "--dry-run",
-                              "--shard", f"{i}/2", *SMALL], capture_output=True, text=True, cwd=ROOT,
+                              "--shard", f"{i}/2", *SHORT_RUN], capture_output=True, text=True, cwd=ROOT,
                              check=True).stdout
         assert dry.count("complete") == 2 and "2 runs in this slice (4 in the study)" in dry, dry
     merged = subprocess.run([zerolayer_bin(), "merge", sharded], capture_output=True, text=True, cwd=ROOT,
@@ -63,11 +61,11 @@ def test_two_shards_at_once_then_merge_equal_one_unsharded_run(tmpdir_zl):
     assert "decode_tok_s" not in load_index(os.path.join(sharded, "results.h5")).columns
     # The unsharded ablate finds every run complete: it times each seed's two
     # arms together and merges (what the SLURM merge job runs).
-    timed = subprocess.run([zerolayer_bin(), "ablate", study, "--output.dir", sharded, *SMALL],
+    timed = subprocess.run([zerolayer_bin(), "ablate", study, "--output.dir", sharded, *SHORT_RUN],
                            capture_output=True, text=True, cwd=ROOT, check=True)
     assert "timed seed 1: 2 arms" in timed.stderr and "timed seed 2: 2 arms" in timed.stderr, timed.stderr
 
-    summary = subprocess.run([zerolayer_bin(), "ablate", study, "--output.dir", whole, *SMALL],
+    summary = subprocess.run([zerolayer_bin(), "ablate", study, "--output.dir", whole, *SHORT_RUN],
                              capture_output=True, text=True, cwd=ROOT, check=True).stdout
     # The summary has one row per setting (seeds pooled), not one per variant.
     assert "baseline decode.temperature=0.8 " in summary and "baseline decode.temperature=1 " in summary, summary

@@ -18,9 +18,11 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import ROOT, zerolayer_bin
-from test_sharding import SMALL, configs, write_study
+from conftest import ROOT, SHORT_RUN, zerolayer_bin
+from test_sharding import configs, write_study
 from zerolayer.results import load_index
+
+pytestmark = pytest.mark.slow  # a SLURM cluster started, and studies run through it
 
 PROGRAMS = ["munged", "slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "scancel", "sinfo"]
 # Job states after which a job does nothing more (squeue(1), JOB STATE CODES).
@@ -244,7 +246,7 @@ def test_a_study_as_a_job_array_plus_merge_equals_one_unsharded_run(slurm, tmpdi
     write_study(study)
     sharded, whole = os.path.join(tmpdir_zl, "sharded"), os.path.join(tmpdir_zl, "whole")
 
-    array, merge = submit(slurm, study, sharded, *SMALL)
+    array, merge = submit(slurm, study, sharded, *SHORT_RUN)
     states = slurm.wait(array, merge)
     logs = os.path.join(sharded, "slurm")
     assert states == {f"{array}_0": "COMPLETED", f"{array}_1": "COMPLETED", merge: "COMPLETED"}, (
@@ -255,8 +257,8 @@ def test_a_study_as_a_job_array_plus_merge_equals_one_unsharded_run(slurm, tmpdi
     # The merge job, an unsharded ablate, timed each seed's arms together (decode.timing = paired), then merged.
     assert "timed seed 1: 2 arms" in merged and "results: " in merged, merged
 
-    subprocess.run([zerolayer_bin(), "ablate", study, "--output.dir", whole, *SMALL], capture_output=True, text=True,
-                   cwd=ROOT, check=True, timeout=600)
+    subprocess.run([zerolayer_bin(), "ablate", study, "--output.dir", whole, *SHORT_RUN], capture_output=True,
+                   text=True, cwd=ROOT, check=True, timeout=600)
     a = load_index(os.path.join(sharded, "results.h5"))
     b = load_index(os.path.join(whole, "results.h5"))
     assert len(a) == 4 and set(a["status"]) == {"complete"}

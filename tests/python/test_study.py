@@ -1,26 +1,17 @@
 """The CLI end to end: a study runs, resumes, survives SIGKILL, and refuses bad input clearly."""
 import os
+import shutil
 import signal
 import subprocess
 import time
 
 import h5py
 import numpy as np
-import pandas as pd
 import pytest
 
-from conftest import ROOT, zerolayer_bin
+from conftest import ROOT, index_of, zerolayer_bin
 
 QUALITY = ["val_loss", "bpb", "violation_rate", "repetition_rate", "unigram_loss"]
-
-
-def index_of(path):
-    with h5py.File(path, "r") as f:
-        df = pd.DataFrame(f["index"][:])
-    for c in df.columns:
-        if df[c].dtype == object:
-            df[c] = df[c].map(lambda v: v.decode() if isinstance(v, bytes) else v)
-    return df.sort_values("run_id").reset_index(drop=True)
 
 
 def test_smoke_study_produces_every_headline_metric(smoke_results):
@@ -34,7 +25,8 @@ def test_smoke_study_produces_every_headline_metric(smoke_results):
     assert ((df["violation_rate"] >= 0) & (df["violation_rate"] <= 1)).all()
     with h5py.File(smoke_results, "r") as f:
         run = f["runs"][df["run_id"][0]]
-        assert "[model]" in run.attrs["config"] if isinstance(run.attrs["config"], str) else run.attrs["config"].decode()
+        config = run.attrs["config"]
+        assert "[model]" in (config.decode() if isinstance(config, bytes) else config)
         assert len(run["train/loss"]) == 150 and len(run["train/step"]) == 150
         assert len(run["train/val_loss"]) == 2
         assert len(run["eval/items"]) == 8
@@ -57,10 +49,12 @@ def test_violations_per_judged_fact_agree_with_the_items(smoke_results):
                 np.testing.assert_allclose(row["violation_rate_per_fact"], broken / judged, rtol=1e-12)
 
 
-def test_rerun_skips_complete_runs(zl, smoke_results):
+def test_rerun_skips_complete_runs(zl, smoke_results, tmpdir_zl):
     """A rerun of a finished study touches no run: every shard and checkpoint file keeps its bytes and
-    modification time (what it skips is what it does not write, not how fast it is)."""
-    out = os.path.dirname(smoke_results)
+    modification time (what it skips is what it does not write, not how fast it is). On a copy of the
+    smoke study (times kept), which other test files read meanwhile."""
+    out = os.path.join(tmpdir_zl, "smoke")
+    shutil.copytree(os.path.dirname(smoke_results), out)
 
     def written():
         files = {}
@@ -80,6 +74,7 @@ def test_rerun_skips_complete_runs(zl, smoke_results):
     assert dry.count("complete") == 2, dry
 
 
+@pytest.mark.slow
 def test_sigkill_mid_study_resumes_to_the_same_index(tmpdir_zl, smoke_results):
     reference = index_of(smoke_results)
     out = os.path.join(tmpdir_zl, "killed")
@@ -92,6 +87,7 @@ def test_sigkill_mid_study_resumes_to_the_same_index(tmpdir_zl, smoke_results):
         if os.path.isdir(ck) and any(os.path.exists(os.path.join(ck, d, "state.ini")) for d in os.listdir(ck)):
             break
         time.sleep(0.05)
+    assert proc.poll() is None, "the study ended before it could be killed"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     runs = os.path.join(out, "runs")

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import ROOT, zerolayer_bin
+from conftest import ROOT, SHORT_VERIFIER, index_of, smoke_study, zerolayer_bin
 from test_notebooks import execute
 
 SFVL_METRICS = ["trigger_rate", "resample_same_rate", "resample_equiv_rate", "resample_equiv_rate_self",
@@ -24,33 +24,21 @@ JUDGE = ["--judge.enabled", "on", "--judge.layers", "2", "--judge.dim", "96", "-
          "--judge.steps", "60"]
 
 
+# A study of a minute: the tests that read it are marked slow.
 @pytest.fixture(scope="module")
 def verify_results(tmp_path_factory):
     d = tmp_path_factory.mktemp("verify")
-    with open(os.path.join(ROOT, "ablations", "smoke.ini")) as f:
-        text = f.read()
-    text = text.replace("[grid]\n", "[zip.arm]\nvariant = baseline, sfvl, speculative\n\n[grid]\n")
-    text += "\n[verify]\ntrain_steps = 60\nthreshold = 0.5\n"
-    study = d / "verify.ini"
-    study.write_text(text)
-    proc = subprocess.run([zerolayer_bin(), "ablate", str(study), "--output.dir", str(d / "out"),
+    study = smoke_study(d / "verify.ini", arms="variant = baseline, sfvl, speculative", extra=SHORT_VERIFIER)
+    proc = subprocess.run([zerolayer_bin(), "ablate", study, "--output.dir", str(d / "out"),
                            "--data.eval_corpus", "licenses", "--seed", "1", *JUDGE],
                           capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return str(d / "out" / "results.h5")
 
 
-def index(path):
-    with h5py.File(path, "r") as f:
-        df = pd.DataFrame(f["index"][:])
-    for c in df.columns:
-        if df[c].dtype == object:
-            df[c] = df[c].str.decode("utf-8")
-    return df
-
-
+@pytest.mark.slow
 def test_every_variant_completes_with_its_metrics(verify_results):
-    df = index(verify_results).set_index("variant")
+    df = index_of(verify_results).set_index("variant")
     assert set(df.index) == {"baseline", "sfvl", "speculative"}
     assert (df["status"] == "complete").all()
     for m in SFVL_METRICS:
@@ -65,8 +53,9 @@ def test_every_variant_completes_with_its_metrics(verify_results):
     assert 1 <= df.loc["speculative", "spec_tokens_per_target_step"] <= 5  # lookahead 4: at most 5 per step
 
 
+@pytest.mark.slow
 def test_event_log_and_context_table(verify_results):
-    df = index(verify_results).set_index("variant")
+    df = index_of(verify_results).set_index("variant")
     with h5py.File(verify_results, "r") as f:
         run = f["runs"][df.loc["sfvl", "run_id"]]
         events = pd.DataFrame(run["decode/events"][:])
@@ -82,13 +71,15 @@ def test_event_log_and_context_table(verify_results):
     assert list(by["context_lo"]) == [0, 16, 32, 48] and by["checks"].sum() == (events["pass"] != b"ood").sum()
 
 
+@pytest.mark.slow
 def test_resampling_notebook_reads_the_event_log(verify_results, tmp_path):
     proc = execute("resampling", verify_results, tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
+@pytest.mark.slow
 def test_one_judge_trained_once_and_shared_by_every_run(verify_results):
-    df = index(verify_results)
+    df = index_of(verify_results)
     assert (df["judge_reused"] == 0).sum() == 1, "the first run trains the judge"
     assert (df["judge_reused"] == 1).sum() == len(df) - 1, "every later run loads it"
     assert df["judge_val_loss"].nunique() == 1 and np.isfinite(df["judge_val_loss"]).all()
@@ -111,8 +102,9 @@ def test_one_judge_trained_once_and_shared_by_every_run(verify_results):
     assert np.isfinite(items["judge_nll"]).any()
 
 
+@pytest.mark.slow
 def test_resamples_are_judged_by_the_judge_and_by_the_run_itself(verify_results):
-    df = index(verify_results).set_index("variant")
+    df = index_of(verify_results).set_index("variant")
     with h5py.File(verify_results, "r") as f:
         events = pd.DataFrame(f["runs"][df.loc["sfvl", "run_id"]]["decode/events"][:])
     resolved = events[(events["pass"] == b"quality") & (events["replacement"] >= 0) & (events["resampled"] == 1)]
