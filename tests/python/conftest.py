@@ -14,6 +14,9 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 # the default build folder. python/zerolayer/__init__.py finds it there.
 PYTHON_BUILD = os.environ.get("ZL_PYTHON_BUILD", os.path.join(ROOT, "build", "python"))
 os.environ.setdefault("ZL_PYTHON_BUILD", PYTHON_BUILD)
+# The zerolayer processes tests run side by side let their OpenMP threads sleep, not spin, while they
+# wait: CTest sets this for its entries (CMakeLists.txt's test section says why), and by hand too.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from zerolayer_results import load_index  # noqa: E402  (python/ is on the path from here)
 
