@@ -11,7 +11,9 @@
 //     q·k/sqrt(D) of the queries, after the causal mask, before the softmax:
 //     - reference path (models/attention.cpp), training and the cached
 //       forward: adjust_scores on [B,H,T,L], masked keys at −inf (keep them
-//       there: add finite values, or multiply by positive ones);
+//       there: add finite values, or multiply by positive ones; a trained
+//       factor must leave them out of the product, whose gradient would be
+//       0 · (−inf) = NaN);
 //     - fast step (models/decode_step.cpp), plain attention: adjust_score_row
 //       once per (row, layer, head) on that query's n visible scores, keys at
 //       positions 0..n-1 (slot = position on a plain cache), n = position + 1.
@@ -32,9 +34,12 @@
 // reads a model's hooks when it packs the model: install them before.
 // A hook carries no state dict: its own numbers (a slope, a factor) are
 // fixed, and a trained mechanism's parameters stay in the module that saves
-// them (gated_attn's in AttentionImpl), read by the hook, so checkpoints keep
-// their names. A hook whose fast form reads such weights packs them in
-// for_fast_step(), as DecodeStep packs its own.
+// them (gated_attn's in AttentionImpl; a registered network's in the module
+// its builder registers on the model, models/factory.h), read by the hook, so
+// checkpoints keep their names. A hook whose fast form reads such weights
+// packs them in for_fast_step(), as DecodeStep packs its own. The fast step
+// refuses a model with a parameter it does not read itself, unless a hook
+// names it in trained_parameters(): a registered network's hook must.
 #pragma once
 #include <torch/torch.h>
 
@@ -85,6 +90,13 @@ class AttentionHook {
   // packs the model (null: this one). For a fast form that reads the
   // model's weights: a copy with them packed (models/blas.h) at that moment.
   virtual std::shared_ptr<const AttentionHook> for_fast_step() const { return nullptr; }
+
+  // The model's parameters this hook reads that the fast step does not read
+  // itself: those of a module a registered network's builder put on the
+  // model (models/factory.h). DecodeStep::supports takes a model with such
+  // a parameter only when a hook names it here, so that no trained weight is
+  // silently left out of the fast step. gated_attn's gates are the step's own.
+  virtual std::vector<torch::Tensor> trained_parameters() const { return {}; }
 };
 
 using AttentionHooks = std::vector<std::shared_ptr<const AttentionHook>>;

@@ -67,11 +67,21 @@ bool DecodeStep::supports(const Transformer& model, std::string* why) {
       if (model->cfg.attn_gate_bias) expected.insert(p + "attn.gate_bias");
     }
   }
+  // A registered network's own parameters (models/factory.h) are its hooks'
+  // to read, packed by their for_fast_step(): known when a hook names them.
+  auto read_by_a_hook = [&](const torch::Tensor& p) {
+    for (const auto& hook : model->attention_hooks())
+      for (const auto& t : hook->trained_parameters())
+        if (t.is_same(p)) return true;
+    return false;
+  };
   int64_t seen = 0;
   for (const auto& p : model->named_parameters()) {
-    if (!expected.count(p.key())) return no("its parameter " + p.key() + " is not one the fast step knows");
+    const bool own = expected.count(p.key()) > 0;
+    if (!own && !read_by_a_hook(p.value()))
+      return no("its parameter " + p.key() + " is not one the fast step knows");
     if (!p.value().is_contiguous()) return no("its parameter " + p.key() + " is not contiguous");
-    ++seen;
+    seen += own ? 1 : 0;
   }
   if (seen != static_cast<int64_t>(expected.size())) return no("it lacks parameters the fast step reads");
   return true;

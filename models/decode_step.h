@@ -54,9 +54,10 @@ class DecodeStep {
  public:
   // Whether `model` can take this path: CPU float32, eval mode, and nothing
   // but the baseline's parameters, sfcl's correction modules, fused's parts,
-  // score hooks such as alibi's (not with fused's parts) and gated_attn's
-  // gates (the other variants' parts, latent_kv's latent among them, use the
-  // reference).
+  // score hooks such as alibi's (not with fused's parts), gated_attn's
+  // gates and the parameters a hook names as its own (a registered network's,
+  // AttentionHook::trained_parameters); the other variants' parts, latent_kv's
+  // latent among them, use the reference.
   // When not, `why` says what stops it.
   static bool supports(const Transformer& model, std::string* why = nullptr);
 

@@ -1,12 +1,53 @@
 // The shape of the shared decoder-only transformer (docs/articles.md). Filled once from
 // the run config at the boundary; modules read these typed fields, never an
-// option by name.
+// option by name. The one exception is a registered network's builder
+// (models/factory.h), which reads its own trained keys by name from
+// network_options, since no typed field here may name them.
 #pragma once
 #include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
 
 #include "models/fused_options.h"
 
 namespace zl {
+
+// A registered network's own trained keys (models/factory.h: add_network),
+// by their dotted names: the keys its variant declares with trains = yes
+// (sim/variants.def: VARIANT_KEY; add_variant), which enter its train_id.
+// model_config() (sim/model_options.h) copies them in without naming any, so
+// that a trained mechanism edits neither that file nor this struct
+// (docs/adding-a-mechanism.md#a-mechanism-with-trained-parameters). Empty
+// for the built-in networks, whose options are ModelConfig's typed fields.
+struct NetworkOptions {
+  std::map<std::string, double> numbers;     // int, float and bool (1 or 0) keys
+  std::map<std::string, std::string> texts;  // string keys
+
+  bool empty() const { return numbers.empty() && texts.empty(); }
+  // The value of `key`; std::invalid_argument naming the key and those
+  // there are when it is not one of them (a builder asking for a key its
+  // row does not declare, or does not declare with trains = yes).
+  double number(const std::string& key) const { return find(numbers, key); }
+  bool flag(const std::string& key) const { return number(key) != 0; }
+  const std::string& text(const std::string& key) const { return find(texts, key); }
+
+ private:
+  template <class Value>
+  const Value& find(const std::map<std::string, Value>& in, const std::string& key) const {
+    auto it = in.find(key);
+    if (it != in.end()) return it->second;
+    std::string known;
+    auto list = [&known](const auto& keys) {
+      for (const auto& entry : keys) known += (known.empty() ? "" : ", ") + entry.first;
+    };
+    list(numbers);
+    list(texts);
+    throw std::invalid_argument("the network has no trained option '" + key + "' (it has: " +
+                                (known.empty() ? "none" : known) +
+                                "); declare it as a key of the variant, with trains = yes");
+  }
+};
 
 struct ModelConfig {
   int64_t vocab = 257;      // V: set from the tokenizer (257 for bytes + eos)
@@ -39,6 +80,8 @@ struct ModelConfig {
   // the trained K/V projections (fit_latent_svd), after loading.
   int64_t latent_rank = 0;          // r
   bool latent_norm = false;         // trained: RMSNorm on c (DeepSeek-V2 §3.1.2 adds one after each latent)
+  // A registered network's own trained keys (above); empty for the built-in ones.
+  NetworkOptions network_options;
 
   int64_t head_dim() const { return dim / heads; }  // D
 };

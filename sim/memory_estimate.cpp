@@ -7,6 +7,8 @@
 #include <set>
 #include <sstream>
 
+#include "sim/variants.h"
+
 namespace zl {
 namespace {
 
@@ -30,6 +32,10 @@ struct Shape {
   bool key_weighting = false;
   bool attn_mass = false;  // key weighting by attention mass: per-query state in the cache
   double logits_gate_in = 0, logits_gate_hidden = 0, logits_gate_out = 0;  // fused logits gate
+  // A registered network's parameters beyond the baseline's, as its row
+  // counts them (VariantInfo::own_parameters; tests/cpp/test_toy_mechanism.cpp
+  // compares them with LibTorch's).
+  double own = 0;
   double D() const { return C / H; }
 };
 
@@ -60,6 +66,8 @@ Shape shape_of(const RunConfig& c) {
     s.latent = static_cast<double>(latent_rank(c));
     s.latent_norm = c.latent.norm;
   }
+  // A registered network (models/factory.h): its row counts what it adds.
+  if (const VariantInfo* row = find_variant(family); row && row->own_parameters) s.own = row->own_parameters(c);
   if (c.variant == "fused") {  // fused_options(): the [fused] section shapes only variant fused
     const double r = std::stod(c.fused.value_rank), D = s.D();
     s.value_rank = r == 0 ? 0 : r <= 1 ? std::max(1.0, std::round(r * D)) : r;
@@ -89,7 +97,7 @@ double parameters(const Shape& s) {
   attention += s.value_rank * s.D();
   const double correction = s.correction > 0 ? C * s.correction + s.correction + s.correction * C + C : 0;
   const double block = 4 * C + attention + 2 * s.M * C + correction;
-  double p = s.V * C + (s.positions ? s.T * C : 0) + s.L * block + 2 * C;
+  double p = s.V * C + (s.positions ? s.T * C : 0) + s.L * block + 2 * C + s.own;
   if (s.logits_gate_in > 0)
     p += s.logits_gate_in * s.logits_gate_hidden + s.logits_gate_hidden + s.logits_gate_hidden * s.logits_gate_out +
          s.logits_gate_out;
@@ -115,7 +123,14 @@ double training_activations(const Shape& s, double B, bool bf16) {
   // Once per token: the embedding's output and the final norm; the
   // log-probabilities the loss keeps, their gradient and the logits' (3V);
   // the scores' gradient and the probabilities' of the layer in backward
-  // (2·H·T); alibi's bias, [B·H,T,T] for every layer.
+  // (2·H·T). alibi (no learned positions) adds one layer's scores again,
+  // H·T: its score hook (models/alibi.h) builds, in training, a layer's bias
+  // [1,H,T,T] (every sequence has the same positions) and adds it to the
+  // scores into a new [B,H,T,T] tensor beside them; neither is kept for
+  // backward, so one layer's is held at a time, not one per layer. (In the
+  // cached forward the bias is [B,H,T,L], each sequence at its own positions,
+  // and is freed with the layer; the fast step subtracts the slopes from
+  // each score in place and allocates nothing.)
   double once = kFloat * (3 * C + 3 * s.V + 2 * HT);
   if (!s.positions) once += kFloat * HT;
   return B * s.T * (s.L * layer + once);
@@ -127,12 +142,21 @@ double inference_activations(const Shape& s, double rows, double tokens) {
   return kFloat * rows * tokens * (s.V + 2 * s.H * tokens + 6 * s.C + s.M);
 }
 
-// Bytes of the KV cache: `batch` sequences of `slots` tokens, every layer.
-double kv_cache(const Shape& s, double batch, double slots, bool evicting) {
+// Values the KV cache holds per token and layer, as KVCache::allocate lays
+// them out (models/kv_cache.cpp), each 4 bytes (fp32, the positions int32):
+// K and V (H·r values of V with fused value distillation), or latent_kv's
+// latent alone; fused key weighting's importance, or attn_mass's query and
+// column sum per head; and `eviction_state` values per head of an evicting
+// cache (each slot's position; h2o's accumulated score too).
+double cache_width(const Shape& s, double eviction_state) {
   double width = s.latent > 0 ? s.latent : s.C + (s.value_rank > 0 ? s.H * s.value_rank : s.C);
   if (s.key_weighting) width += s.attn_mass ? s.C + s.H : 1;  // queries and column sums, or one importance
-  if (evicting) width += 2 * s.H;                             // each slot's position and h2o's score, per head
-  return kFloat * batch * slots * s.L * width;
+  return width + eviction_state * s.H;
+}
+
+// Bytes of the KV cache: `batch` sequences of `slots` tokens, every layer.
+double kv_cache(const Shape& s, double batch, double slots, double eviction_state) {
+  return kFloat * batch * slots * s.L * cache_width(s, eviction_state);
 }
 
 // Training a model of shape `s` (weights, gradients, AdamW, autocast copies, activations).
@@ -163,7 +187,6 @@ std::string count(double v) {
 }
 
 std::string kv(const std::string& key, double v) { return key + " = " + num(v); }
-std::string kv(const std::string& key, const std::string& v) { return key + " = " + v; }
 
 // speculative's draft (sim/stages/speculative_stage.cpp's draft_config): one
 // layer, 16-wide heads, the width (a multiple of 8 up to model.dim) whose
@@ -204,6 +227,18 @@ double verifier_width(double V, double target, double* params) {
 
 bool uses_verifier(const std::string& variant) { return variant == "sfvl" || variant == "sfvl_best_of_n"; }
 
+// The values per head an evicting cache keeps beside each slot (models/kv_cache.h,
+// LayerCache::order and score): streaming its position, h2o its position and score.
+double eviction_state(const RunConfig& c) { return c.variant == "h2o" ? 2 : c.variant == "streaming" ? 1 : 0; }
+
+// The network a run decodes: the one it trains, but latent_kv in svd mode
+// decodes the baseline's factorised to the latent (sim/stages/latent_kv_stage.h).
+Shape decoded_shape(const RunConfig& c) {
+  Shape s = shape_of(c);
+  if (c.variant == "latent_kv") s.latent = static_cast<double>(latent_rank(c));
+  return s;
+}
+
 // Cached tokens per sequence: the context, or an evicting cache's budget + 1.
 double cache_slots(const RunConfig& c) {
   const double T = static_cast<double>(c.model.context);
@@ -243,6 +278,8 @@ double MemoryEstimate::term(const std::string& phase, const std::string& name) c
 }
 
 double model_parameters(const RunConfig& cfg) { return parameters(shape_of(cfg)); }
+
+double kv_bytes_per_token(const RunConfig& cfg) { return kv_cache(decoded_shape(cfg), 1, 1, eviction_state(cfg)); }
 
 MemoryEstimate estimate_memory(const RunConfig& c, MemoryUse use) {
   const Shape s = shape_of(c);
@@ -302,11 +339,9 @@ MemoryEstimate estimate_memory(const RunConfig& c, MemoryUse use) {
     batch_keys += " x (1 + " + kv("contrastive.k", c.contrastive.k) + ")";
   }
   const double slots = cache_slots(c);
-  const bool evicting = c.variant == "streaming" || c.variant == "h2o";
-  Shape cached = s;
-  if (c.variant == "latent_kv")
-    cached.latent = static_cast<double>(latent_rank(c));  // svd too: factorised before decoding
-  double cache = kv_cache(cached, batch, slots, evicting);
+  const bool evicting = eviction_state(c) > 0;
+  const Shape cached = decoded_shape(c);
+  double cache = kv_cache(cached, batch, slots, eviction_state(c));
   std::string cache_keys = batch_keys + " x " + (evicting ? "the eviction budget" : kv("model.context", s.T)) + " x " +
                            kv("model.layers", s.L) + " x " +
                            (cached.latent > 0 ? "latent.rank (" + num(cached.latent) + ")" : "2 x model.dim") +
@@ -333,7 +368,7 @@ MemoryEstimate estimate_memory(const RunConfig& c, MemoryUse use) {
     }
     if (c.variant == "speculative") {
       const Shape d = draft_shape(c, c.speculative.draft_ratio * P);
-      add(after, "draft model", training_footprint(d, B, bf16) + kv_cache(d, batch, slots, false),
+      add(after, "draft model", training_footprint(d, B, bf16) + kv_cache(d, batch, slots, 0),
           kv("speculative.draft_ratio", c.speculative.draft_ratio) + " (" + count(parameters(d)) +
               " parameters), trained at " + kv("train.batch", B) + " x model.context",
           "speculative.draft_ratio or train.batch");

@@ -21,7 +21,8 @@
 //                  layer: the term that grows with the square of the
 //                  context); the variant's own tensors (sfcl's coefficients,
 //                  gated_attn's gate, latent_kv's latent, fused's weights,
-//                  alibi's bias, dropout's masks); then the log-probabilities
+//                  alibi's biased copy of one layer's scores, dropout's
+//                  masks); then the log-probabilities
 //                  and their gradient (B·T·V) and the scores' gradient of the
 //                  layer in backward
 //   checkpoint save: weights, gradients and optimizer, beside the file being
@@ -40,7 +41,9 @@
 //                  (T, or the eviction budget + 1) × L × the cache width per
 //                  token and layer: 2C, latent_kv's rank r, fused's C + H·r
 //                  with value distillation (+ C + H for key weighting's
-//                  queries and mass), ×4 bytes
+//                  queries and mass, or 1 for its importance), + H for an
+//                  evicting cache's positions (+ H for h2o's scores), ×4
+//                  bytes: kv_bytes_per_token below, times the rest
 //     prefill      decode.batch × T at once, without gradients: logits
 //                  B·T·V, scores B·H·T·T, hidden states
 //   and in every phase a fixed runtime (LibTorch, the corpus, the tokenizer:
@@ -96,6 +99,14 @@ enum class MemoryUse { Run, Decode };
 // sim/model_options.h's model_config), and the estimate of its peak.
 double model_parameters(const RunConfig& cfg);
 MemoryEstimate estimate_memory(const RunConfig& cfg, MemoryUse use = MemoryUse::Run);
+
+// The bytes the KV cache of the model a run decodes holds per token, over
+// every layer: what KVCache::bytes_per_token measures on the built cache
+// (models/kv_cache.h), from the config alone (the cache width above). Eviction
+// changes how many tokens are held, not what one costs, but for its
+// bookkeeping per slot. A served run's KV budget buys blocks at this price
+// (sim/serving/serving_checks.h), so it is checked before anything trains.
+double kv_bytes_per_token(const RunConfig& cfg);
 
 // The memory this process may still take, in bytes: MemAvailable from
 // /proc/meminfo, lowered to the room left under a cgroup's limit (v2

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim/variants.h"
+
 namespace zl {
 
 FusedOptions fused_options(const RunConfig& cfg) {
@@ -43,6 +45,20 @@ EvictionOptions eviction_options(const RunConfig& cfg) {
   return e;
 }
 
+NetworkOptions network_options(const RunConfig& cfg) {
+  NetworkOptions o;
+  const VariantInfo* family = find_variant(trained_family(cfg));
+  if (!family) return o;
+  for (const VariantKey& k : family->keys) {
+    if (!k.trains) continue;  // a decode-time key: its stage reads it (option_number), the network never does
+    if (k.type == "string")
+      o.texts[k.name] = option_text(cfg, k.name);
+    else
+      o.numbers[k.name] = k.type == "bool" ? (option_flag(cfg, k.name) ? 1.0 : 0.0) : option_number(cfg, k.name);
+  }
+  return o;
+}
+
 ModelConfig model_config(const RunConfig& cfg, int64_t vocab) {
   ModelConfig mc = cfg.model;
   mc.vocab = vocab;
@@ -60,6 +76,8 @@ ModelConfig model_config(const RunConfig& cfg, int64_t vocab) {
   // reuses) the baseline's network and is factorised by its stage.
   mc.latent_rank = trained_family(cfg) == "latent_kv" ? latent_rank(cfg) : 0;
   mc.latent_norm = mc.latent_rank > 0 && cfg.latent.norm;
+  // A registered network's own keys, whatever they are (models/factory.h).
+  mc.network_options = network_options(cfg);
   return mc;
 }
 

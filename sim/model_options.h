@@ -20,6 +20,13 @@ FusedOptions fused_options(const RunConfig& cfg);
 // recent ⌈budget/2⌉, heavy hitters the rest); off for other variants.
 EvictionOptions eviction_options(const RunConfig& cfg);
 
+// The keys with trains = yes that the row of the run's family declares
+// (sim/variants.def: VARIANT_KEY; add_variant), by name, for a registered
+// network's builder (models/factory.h): the keys its train_id holds, so a
+// checkpoint is shared only by runs whose networks are built alike. Empty for
+// the built-in families, whose sections are typed (sim/config.h).
+NetworkOptions network_options(const RunConfig& cfg);
+
 // The model a run trains, with `vocab` from its tokenizer (latent_kv in svd
 // mode: the baseline's, factorised later by its stage, sim/stages/latent_kv_stage.h).
 ModelConfig model_config(const RunConfig& cfg, int64_t vocab);

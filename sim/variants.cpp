@@ -4,6 +4,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "sim/config.h"
+
 namespace zl {
 namespace {
 
@@ -27,13 +29,19 @@ std::deque<VariantInfo>& table() {
   static std::deque<VariantInfo> t = [] {
     std::deque<VariantInfo> rows;
 #define VARIANT(name, family, stage, group, trains, decodes, ignores, colour, source, summary) \
-  rows.push_back({#name, #family, group, words(trains), words(decodes), words(ignores), colour, source, summary, {}});
+  rows.push_back({#name, #family, group, words(trains), words(decodes), words(ignores), colour, source, summary, {}, {}});
 #define VARIANT_KEY(variant, key, type, value, trains, help)          \
   for (auto& row : rows)                                               \
     if (row.name == #variant) add_key(row, {key, type, value, trains, help});
+// A registered network's parameters beyond the baseline's: the row's
+// expression of the config `c` (its builder is models/factory.cpp's to call).
+#define VARIANT_NETWORK(variant, builder, parameters) \
+  for (auto& row : rows)                              \
+    if (row.name == #variant) row.own_parameters = [](const RunConfig& c) { return static_cast<double>(parameters); };
 #include "sim/variants.def"
 #undef VARIANT
 #undef VARIANT_KEY
+#undef VARIANT_NETWORK
     return rows;
   }();
   return t;

@@ -3,10 +3,13 @@
 // sim/stages/variant.cpp.
 #pragma once
 #include <deque>
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace zl {
+
+struct RunConfig;  // sim/config.h, which reads this table
 
 // A config key a variant declares for itself (VARIANT_KEY in
 // sim/variants.def): no struct field in sim/config.h, no line in
@@ -27,6 +30,12 @@ struct VariantInfo {
   std::vector<std::string> trains, decodes, ignores;  // keys and "section." prefixes
   std::string colour, source, summary;
   std::vector<VariantKey> keys;  // its own keys, also listed in trains or decodes
+  // A variant whose network is registered (models/factory.h: add_network;
+  // VARIANT_NETWORK in sim/variants.def): the parameters that network adds
+  // to the baseline's, from the run's config. The memory estimate counts
+  // them without building a model (sim/memory_estimate.h). Empty: none (the
+  // built-in networks are counted by the estimate itself).
+  std::function<double(const RunConfig&)> own_parameters;
 };
 
 // Every variant, in the table's order, then those added by add_variant_info.

@@ -14,6 +14,8 @@
 #include "sim/provenance.h"
 #include "sim/run_identity.h"
 #include "sim/runtime.h"
+#include "sim/serving/projection.h"
+#include "sim/serving/serving_checks.h"
 #include "sim/serving/serving_run.h"
 
 namespace zl {
@@ -26,6 +28,13 @@ int64_t peak_rss_bytes() {
 }
 
 }  // namespace
+
+std::string serving_problem(const RunConfig& cfg) {
+  // The catalog is read only for a run it would be read for after training.
+  const HardwareCatalog catalog =
+      cfg.serve.enabled && projected(cfg) ? read_hardware(hardware_catalog_path()) : HardwareCatalog{};
+  return serving_problem(cfg, catalog);
+}
 
 RunRecord failed_run(const RunConfig& cfg, const std::string& error) {
   RunRecord r;

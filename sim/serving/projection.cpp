@@ -7,6 +7,7 @@
 #include "sim/cost.h"
 #include "sim/model_options.h"
 #include "sim/serving/roofline.h"
+#include "sim/serving/serving_checks.h"
 #include "sim/serving/simulator.h"
 
 namespace zl {
@@ -105,12 +106,14 @@ struct Rows {
 
 }  // namespace
 
+std::string hardware_catalog_path() { return std::string(ZL_SOURCE_DIR) + "/ablations/hardware.ini"; }
+
 void project(OpenRun& run, const ResampleModel& resample, double kv_bytes_per_token, const EvictionOptions& eviction,
              RunRecord& r) {
   const ServeConfig& s = run.cfg.serve;
+  if (!projected(run.cfg)) return;
   const auto accelerators = name_list(s.hardware), shapes = name_list(s.shapes);
-  if (accelerators.empty() || shapes.empty()) return;
-  const HardwareCatalog catalog = read_hardware(std::string(ZL_SOURCE_DIR) + "/ablations/hardware.ini");
+  const HardwareCatalog catalog = read_hardware(hardware_catalog_path());
   const ModelConfig& mc = run.model->cfg;
   const uint64_t seed = sampling_seed(run.cfg, 4051);
   const Slo slo{s.projected_slo_ttft_ms, s.projected_slo_tpot_ms, 0};

@@ -6,12 +6,18 @@
 // is labelled "projected": table serve/projected, and scalars projected_*
 // for the first accelerator and shape.
 #pragma once
+#include <string>
+
 #include "models/eviction.h"
 #include "sim/open_run.h"
 #include "sim/results.h"
 #include "sim/serving/simulator.h"
 
 namespace zl {
+
+// The catalog serve.hardware and serve.shapes name: this source tree's
+// ablations/hardware.ini.
+std::string hardware_catalog_path();
 
 // `kv_bytes_per_token`: what the variant's cache holds per token, as a large
 // model's would (sim/serving/serving_run.cpp, projected_kv_bytes).

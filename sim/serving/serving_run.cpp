@@ -10,6 +10,7 @@
 #include "sim/serving/engine.h"
 #include "sim/serving/projection.h"
 #include "sim/serving/serve_loop.h"
+#include "sim/serving/serving_checks.h"
 #include "sim/serving/serving_tables.h"
 #include "sim/serving/simulator.h"
 
@@ -56,17 +57,18 @@ Setup setup(OpenRun& run, RunRecord& r) {
   }
 
   // The KV budget in bytes is the same for every variant of a shape; what a
-  // variant's token costs decides how many blocks it buys.
+  // variant's token costs decides how many blocks it buys. A budget that
+  // holds no block was refused before training (sim/serving/serving_checks.h,
+  // from the config's figure); the error below is for the cache measured here.
   const ModelConfig& mc = run.model->cfg;
   const KVCache probe = run.model->make_cache(1, 0, out.how.opt.eviction);
   out.kv_bytes_per_token = probe.bytes_per_token();
   out.kv_bytes_projected = projected_kv_bytes(probe);
   const double baseline_bytes = 2.0 * mc.layers * mc.dim * sizeof(float);
-  const double budget = s.kv_budget_mb > 0 ? s.kv_budget_mb * 1e6 : s.max_num_seqs * mc.context * baseline_bytes;
   out.sched.block_size = s.block_size;
   out.sched.max_num_seqs = s.max_num_seqs;
   out.sched.max_num_batched_tokens = s.max_num_batched_tokens;
-  out.sched.num_blocks = static_cast<int64_t>(budget / (s.block_size * out.kv_bytes_per_token));
+  out.sched.num_blocks = serve_kv_blocks(cfg, out.kv_bytes_per_token);
   out.sched.held_token_cap = out.how.opt.eviction.on() ? out.how.opt.eviction.budget : 0;
   if (out.sched.num_blocks < 1)
     throw std::runtime_error("serve.kv_budget_mb = " + std::to_string(s.kv_budget_mb) + " holds no block of " +

@@ -96,7 +96,9 @@ using StageFactory = std::function<std::unique_ptr<VariantStage>(const RunConfig
 // A variant added at runtime, row and stage (a mechanism kept outside the
 // tree, or a test's: tests/cpp/test_toy_mechanism.cpp), through the same
 // table as the built-in ones (register_variant, sim/config.h). Before any
-// config is read.
+// config is read. A variant that trains a network of its own (its family is
+// itself) registers that network too, under its name: add_network
+// (models/factory.h).
 void add_variant(VariantInfo info, StageFactory make_stage);
 
 }  // namespace zl

@@ -28,6 +28,19 @@ void check_directive_value(const std::string& option, const std::string& value) 
                         "' cannot go on an #SBATCH line (no spaces, quotes or control characters)");
 }
 
+// The array's tasks that land on one node share its cores, and LibTorch's
+// OpenMP threads spin while they wait by default, taking cores from the
+// other tasks: two smoke studies at once took 17-82 s each spinning, 4-5 s
+// sleeping (one alone, 2-5 s either way). So a task's threads sleep, unless
+// the environment the job was submitted from (sbatch passes it on) says
+// otherwise (docs/studies.md#running-a-study-on-a-slurm-cluster). After the
+// #SBATCH lines: sbatch reads none past the first command.
+std::string wait_policy_lines() {
+  return "# Tasks on one node share its cores: their OpenMP threads sleep while they wait, not spin\n"
+         "# (docs/studies.md), unless the environment sets OMP_WAIT_POLICY.\n"
+         "export OMP_WAIT_POLICY=\"${OMP_WAIT_POLICY:-PASSIVE}\"\n";
+}
+
 // SLURM's job names are free text, but a plain one reads well in squeue.
 std::string job_name(const std::string& name) {
   std::string out = "zl-";
@@ -144,6 +157,7 @@ SlurmScripts slurm_scripts(const SubmitOptions& opt) {
     << "#SBATCH --cpus-per-task=" << opt.cpus_per_task << "\n"
     << "#SBATCH --output=" << s.dir << "/task-%A_%a.log\n"
     << common_directives(opt)
+    << wait_policy_lines()
     << "exec " << shell_quote(opt.executable) << " ablate " << shell_quote(opt.study)
     << " --shard \"${SLURM_ARRAY_TASK_ID:?not an array task: submit this script with sbatch}/" << n << "\""
     << study_options << "\n";

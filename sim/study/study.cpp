@@ -52,6 +52,31 @@ std::string describe(const RunConfig& c, const std::vector<std::string>& keys) {
   return d;
 }
 
+// Where `key` was set for the study's runs, for an error's "file:line: key":
+// the grid axis that sweeps it, else the file or command line that set it.
+Origin origin_of(const Study& s, const std::string& key) {
+  for (const auto& axis : s.axes)
+    for (size_t j = 0; j < axis.keys.size(); ++j)
+      if (axis.keys[j] == key) return axis.origins[j];
+  const auto it = s.origins.find(key);
+  return it == s.origins.end() ? Origin{} : it->second;
+}
+
+// What would fail a run only after its model has trained (a served run's KV
+// budget, accelerators and shapes: sim/run/run.h's serving_problem) refuses
+// the study now, naming the key where it was set. Every run of the study,
+// not only this slice's: the slices of a sharded study are refused alike
+// (docs/serving.md#errors-and-what-cannot-be-served).
+void refuse_what_fails_late(const Study& study, const std::vector<RunConfig>& runs) {
+  for (const auto& c : runs) {
+    const std::string problem = serving_problem(c);
+    if (problem.empty()) continue;
+    const auto colon = problem.find(": ");
+    const std::string key = problem.substr(0, colon);
+    throw ConfigError(origin_of(study, key).str(key) + problem.substr(colon));
+  }
+}
+
 }  // namespace
 
 int run_study(const Study& study, const StudyOptions& opt) {
@@ -74,8 +99,10 @@ int run_study(const Study& study, const StudyOptions& opt) {
       my_ids.push_back(ids[i]);
     }
   const auto keys = setting_keys(study);
-  // A run this machine cannot hold is refused before anything is made, the
-  // folder included (sim/memory_estimate.h; train.memory_check = off runs it anyway).
+  // A run that cannot work is refused before anything is made, the folder
+  // included: one that would fail after training, and one this machine
+  // cannot hold (sim/memory_estimate.h; train.memory_check = off runs it anyway).
+  refuse_what_fails_late(study, runs);
   check_memory(mine);
   const std::string dir = study.base.output.dir;
   fs::create_directories(fs::path(dir) / "runs");

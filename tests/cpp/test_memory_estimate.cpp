@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "models/factory.h"
+#include "models/kv_cache.h"
 #include "sim/memory_estimate.h"
 #include "sim/model_options.h"
 #include "sim/study_file.h"
@@ -76,8 +77,10 @@ TEST(MemoryEstimate, TheCacheFollowsTheVariant) {
   c.variant = "latent_kv";  // trained at rank 4: 4 values per token and layer, not 2C = 16
   c.latent.rank = "4";
   EXPECT_DOUBLE_EQ(estimate_memory(c).term("side models and decoding", "KV cache"), 4 * 3 * 64 * 1 * 4);
-  c.variant = "streaming";  // sinks 4 + window 28 + the token attending: 33 slots
-  EXPECT_DOUBLE_EQ(estimate_memory(c).term("side models and decoding", "KV cache"), 4 * 3 * 33 * 1 * (16 + 2 * 2));
+  c.variant = "streaming";  // sinks 4 + window 28 + the token attending: 33 slots, each with its position per head
+  EXPECT_DOUBLE_EQ(estimate_memory(c).term("side models and decoding", "KV cache"), 4 * 3 * 33 * 1 * (16 + 2));
+  c.variant = "h2o";  // 0.2 × 64 = 13 tokens + the one attending, each with its position and score per head
+  EXPECT_DOUBLE_EQ(estimate_memory(c).term("side models and decoding", "KV cache"), 4 * 3 * 14 * 1 * (16 + 2 * 2));
   c.variant = "contrastive";  // the cache repeated for the k = 8 candidates
   EXPECT_DOUBLE_EQ(estimate_memory(c).term("side models and decoding", "KV cache"), 9 * full);
 }
@@ -122,6 +125,42 @@ TEST(MemoryEstimate, ParametersMatchLibTorchForEveryVariant) {
     const auto model = make_model(trained_family(c), model_config(c, vocab));
     EXPECT_DOUBLE_EQ(model_parameters(c), static_cast<double>(model->parameter_count()))
         << c.variant << " " << c.latent.mode << " " << c.fused.value_rank;
+  }
+}
+
+// The bytes per token a served run's KV budget is checked against before
+// training (sim/serving/serving_checks.h) are the ones its built cache
+// measures, for every variant and the cache parts each switches on.
+TEST(MemoryEstimate, KvBytesPerTokenMatchTheBuiltCacheForEveryVariant) {
+  std::vector<RunConfig> cfgs;
+  for (const char* v : {"baseline", "sfvl", "sfcl", "oet", "fused", "speculative", "alibi", "gated_attn",
+                        "sfvl_best_of_n", "contrastive", "streaming", "h2o", "latent_kv"}) {
+    RunConfig c;
+    c.variant = v;
+    c.model.layers = 2;
+    c.model.heads = 4;
+    c.model.dim = 32;
+    c.model.context = 16;
+    cfgs.push_back(c);
+  }
+  RunConfig f = cfgs[4];
+  f.fused.value_rank = "0.5";  // V holds r = 4 values per head
+  for (const char* importance : {"attn_mass", "grad_norm"}) {
+    f.fused.key_weighting = "scale";  // attn_mass: each head's query and column sum; grad_norm: one importance
+    f.fused.importance = importance;
+    cfgs.push_back(f);
+  }
+  RunConfig l = cfgs[12];
+  l.latent.rank = "12";
+  cfgs.push_back(l);
+  l.latent.mode = "svd";  // the baseline's network, factorised to the latent before decoding
+  cfgs.push_back(l);
+  for (const auto& c : cfgs) {
+    ModelConfig mc = model_config(c, 257);
+    if (c.variant == "latent_kv") mc.latent_rank = latent_rank(c);
+    const KVCache cache = KVCache::allocate(mc, 1, mc.context, torch::kFloat, eviction_options(c));
+    EXPECT_DOUBLE_EQ(kv_bytes_per_token(c), static_cast<double>(cache.bytes_per_token()))
+        << c.variant << " " << c.fused.importance << " " << c.latent.mode;
   }
 }
 

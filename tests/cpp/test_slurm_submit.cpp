@@ -59,6 +59,13 @@ TEST(SlurmSubmit, ArrayScriptRunsOneSlicePerTaskWithTheOverrides) {
   EXPECT_FALSE(has(a, "results/x")) << a;
   // No partition, time or memory unless asked: the cluster's defaults.
   EXPECT_FALSE(has(a, "--partition") || has(a, "--time") || has(a, "--mem")) << a;
+  // OpenMP threads sleep while they wait unless the environment says otherwise
+  // (tasks on one node share its cores), set after the last #SBATCH line
+  // (sbatch reads none past a command) and before zerolayer starts.
+  const auto policy = a.find("\nexport OMP_WAIT_POLICY=\"${OMP_WAIT_POLICY:-PASSIVE}\"\n");
+  ASSERT_NE(policy, std::string::npos) << a;
+  EXPECT_GT(policy, a.rfind("#SBATCH")) << a;
+  EXPECT_LT(policy, a.find("\nexec ")) << a;
 }
 
 TEST(SlurmSubmit, MergeRunsAfterTheArrayAndResourcesGoToBothJobs) {
@@ -125,6 +132,33 @@ TEST(SlurmSubmit, ATaskHandsZerolayerItsSliceAndTheOverridesWordForWord) {
   const std::string outside = run("env -u SLURM_ARRAY_TASK_ID");
   EXPECT_TRUE(has(outside, "not an array task")) << outside;
   EXPECT_FALSE(has(outside, "[ablate]")) << outside;
+}
+
+// The wait policy a task's zerolayer sees: sleeping threads by default, the
+// submitter's own choice when the environment sbatch passes on sets one.
+TEST(SlurmSubmit, ATaskLetsOpenMPThreadsSleepUnlessTheEnvironmentSaysOtherwise) {
+  TempDir dir("zl_slurm");
+  const std::string fake = dir / "zerolayer";
+  {
+    std::ofstream f(fake);
+    f << "#!/bin/sh\nprintf 'policy=%s\\n' \"$OMP_WAIT_POLICY\"\n";
+  }
+  ::chmod(fake.c_str(), 0755);
+  auto o = options();
+  o.executable = fake;
+  const std::string script = dir / "array.sbatch";
+  std::ofstream(script) << slurm_scripts(o).array_text;
+  auto run = [&](const std::string& env) {
+    std::string out;
+    FILE* p = ::popen(("env " + env + " SLURM_ARRAY_TASK_ID=0 bash " + script + " 2>&1").c_str(), "r");
+    char buf[512];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    ::pclose(p);
+    return out;
+  };
+  EXPECT_EQ(run("-u OMP_WAIT_POLICY"), "policy=PASSIVE\n");
+  EXPECT_EQ(run("OMP_WAIT_POLICY="), "policy=PASSIVE\n");  // set but empty: no policy, so the default
+  EXPECT_EQ(run("OMP_WAIT_POLICY=ACTIVE"), "policy=ACTIVE\n");
 }
 
 TEST(SlurmSubmit, BadInputIsRefusedNamingTheOption) {

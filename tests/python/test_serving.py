@@ -225,10 +225,9 @@ def test_the_real_server_runs_on_the_team_serve_threads_sets(zl, tmpdir_zl, serv
     (["--serve.rates", "5,-1"], "serve.rates"),
     (["--serve.loads", ""], "serve.loads"),
     (["--serve.threads", "-1"], "serve.threads"),
-    # Named only once the model has trained and serves (the budget) or projects (the hardware): seconds to
-    # tens of seconds each.
-    pytest.param(["--serve.kv_budget_mb", "0.001"], "serve.kv_budget_mb", marks=pytest.mark.slow),
-    pytest.param(["--serve.hardware", "TPUv9"], "TPUv9", marks=pytest.mark.slow),
+    # Refused when the study resolves its runs, before training (tests/python/test_refusals.py times it).
+    (["--serve.kv_budget_mb", "0.001"], "serve.kv_budget_mb"),
+    (["--serve.hardware", "TPUv9"], "TPUv9"),
 ])
 def test_bad_arguments_are_named(zl, tmpdir_zl, args, needle):
     proc = zl("serve-bench", "ablations/smoke.ini", "--output.dir", tmpdir_zl, "--serve.requests", "8", *args,

@@ -249,6 +249,8 @@ def test_a_study_as_a_job_array_plus_merge_equals_one_unsharded_run(slurm, tmpdi
     array, merge = submit(slurm, study, sharded, *SHORT_RUN)
     states = slurm.wait(array, merge)
     logs = os.path.join(sharded, "slurm")
+    # The two tasks share this node's cores: their OpenMP threads sleep while they wait (docs/studies.md).
+    assert 'export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"\n' in read(os.path.join(logs, "array.sbatch"))
     assert states == {f"{array}_0": "COMPLETED", f"{array}_1": "COMPLETED", merge: "COMPLETED"}, (
         states, "\n".join(tail(os.path.join(logs, f)) for f in sorted(os.listdir(logs))))
     for i in range(2):  # each task's own log, under output.dir
