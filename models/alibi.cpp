@@ -39,9 +39,13 @@ AlibiHook::AlibiHook(std::vector<double> slopes) : slopes_(std::move(slopes)) {
 }
 
 torch::Tensor AlibiHook::adjust_scores(const torch::Tensor& scores, const ScoreSite& site) const {
-  // query_pos [B|1,T] -> [B|1,T,1], key_pos [L] -> [1,L]: the bias [B|1,H,T,L].
-  auto bias = alibi_bias(slopes_, site.query_pos.unsqueeze(-1), site.key_pos.view({1, -1}));
-  return scores + bias.to(scores.device(), scores.scalar_type());
+  // query_pos [B|1,T] -> [B|1,T,1], key_pos [L] -> [1,L]: the bias [B|1,H,T,L],
+  // the same in every layer of a call: made at the first (ScoreSite::memo).
+  if (site.memo && site.memo->defined()) return scores + *site.memo;
+  auto bias = alibi_bias(slopes_, site.query_pos.unsqueeze(-1), site.key_pos.view({1, -1}))
+                  .to(scores.device(), scores.scalar_type());
+  if (site.memo) *site.memo = bias;
+  return scores + bias;
 }
 
 void AlibiHook::adjust_score_row(float* scores, int64_t n, const ScoreRow& row) const {

@@ -19,9 +19,14 @@ namespace {
 // key_pos [L].
 torch::Tensor hooked_scores(torch::Tensor scores, const AttentionContext& ctx, const torch::Tensor& query_pos,
                             const torch::Tensor& key_pos) {
-  const ScoreSite site{ctx.layer, query_pos, key_pos};
-  for (const auto& hook : *ctx.hooks)
-    if (hook->uses_scores()) scores = hook->adjust_scores(scores, site);
+  ScoreSite site{ctx.layer, query_pos, key_pos};
+  ctx.hook_memo.resize(ctx.hooks->size());
+  for (size_t i = 0; i < ctx.hooks->size(); ++i) {
+    const auto& hook = (*ctx.hooks)[i];
+    if (!hook->uses_scores()) continue;
+    site.memo = &ctx.hook_memo[i];
+    scores = hook->adjust_scores(scores, site);
+  }
   return scores;
 }
 

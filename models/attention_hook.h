@@ -55,6 +55,11 @@ struct ScoreSite {
   int64_t layer = 0;
   torch::Tensor query_pos;  // [B,T] or [1,T] int64: each query's position in the text
   torch::Tensor key_pos;    // [L] int64: each key's position
+  // This hook's slot for one forward call, empty at its first layer and kept
+  // through the others: what it derives from the positions alone (the same
+  // in every layer of a call), made once instead of once per layer (ALiBi's
+  // bias). Null where there is nothing to keep it in.
+  torch::Tensor* memo = nullptr;
 };
 
 // Where a fast-step score hook runs: one query row of one head of one layer.

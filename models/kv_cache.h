@@ -114,6 +114,9 @@ struct AttentionContext {
   // being run, set per layer by the transformer; null: none.
   const AttentionHooks* hooks = nullptr;
   int64_t layer = 0;
+  // One slot per installed hook for this call (ScoreSite::memo): made with
+  // the context, so nothing outlives the call.
+  mutable std::vector<torch::Tensor> hook_memo;
 };
 
 }  // namespace zl

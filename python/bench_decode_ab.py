@@ -52,8 +52,10 @@ def main(argv=None):
     p.add_argument("config", help="study file giving the shape")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--variants", default=VARIANTS)
-    p.add_argument("extra", nargs="*", help="after --: options for both bench-decode calls")
-    args = p.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    cut = argv.index("--") if "--" in argv else len(argv)
+    args = p.parse_args(argv[:cut])
+    args.extra = argv[cut + 1:]  # after --: options for both bench-decode calls
     rounds = []
     for i in range(args.rounds):
         order = [("a", args.a), ("b", args.b)] if i % 2 == 0 else [("b", args.b), ("a", args.a)]
