@@ -5,6 +5,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "models/factory.h"
 #include "models/kv_cache.h"
@@ -87,36 +90,48 @@ TEST(MemoryEstimate, TheCacheFollowsTheVariant) {
 
 // The count is the network LibTorch builds, for every variant and the parts
 // each switches on.
-TEST(MemoryEstimate, ParametersMatchLibTorchForEveryVariant) {
+// A tiny config of every variant of the table (sim/variants.def), in its order.
+std::vector<RunConfig> one_of_each_variant() {
   std::vector<RunConfig> cfgs;
-  for (const char* v : {"baseline", "sfvl", "sfcl", "oet", "fused", "speculative", "alibi", "gated_attn",
-                        "sfvl_best_of_n", "sfvl_oracle", "sfvl_random", "contrastive", "streaming", "h2o",
-                        "latent_kv"}) {
-    RunConfig c;
-    c.variant = v;
+#define VARIANT(name, ...)   \
+  cfgs.emplace_back();       \
+  cfgs.back().variant = #name;
+#include "sim/variants.def"
+  for (RunConfig& c : cfgs) {
     c.model.layers = 2;
     c.model.heads = 4;
     c.model.dim = 32;
     c.model.context = 16;
     c.data.vocab_size = 320;
-    cfgs.push_back(c);
   }
-  RunConfig f = cfgs[4];  // fused with every part on
+  return cfgs;
+}
+
+RunConfig variant_config(const std::vector<RunConfig>& cfgs, const std::string& variant) {
+  for (const RunConfig& c : cfgs)
+    if (c.variant == variant) return c;
+  throw std::logic_error("no variant " + variant + " in sim/variants.def");
+}
+
+TEST(MemoryEstimate, ParametersMatchLibTorchForEveryVariant) {
+  std::vector<RunConfig> cfgs = one_of_each_variant();
+  ASSERT_GE(cfgs.size(), 15u);
+  RunConfig f = variant_config(cfgs, "fused");  // fused with every part on
   f.fused.key_weighting = "scale";
   f.fused.value_rank = "0.5";
   f.fused.gate = true;
   cfgs.push_back(f);
-  RunConfig g = cfgs[7];  // gated_attn one gate per head, with a bias
+  RunConfig g = variant_config(cfgs, "gated_attn");  // gated_attn one gate per head, with a bias
   g.gated_attn.granularity = "headwise";
   g.gated_attn.bias = true;
   cfgs.push_back(g);
-  RunConfig l = cfgs[14];  // latent_kv without the norm, and its svd mode (the baseline's network)
+  RunConfig l = variant_config(cfgs, "latent_kv");  // latent_kv without the norm, and its svd mode (the baseline's network)
   l.latent.norm = false;
   l.latent.rank = "12";
   cfgs.push_back(l);
   l.latent.mode = "svd";
   cfgs.push_back(l);
-  RunConfig byte = cfgs[0];
+  RunConfig byte = variant_config(cfgs, "baseline");
   byte.data.tokenizer = "byte";
   cfgs.push_back(byte);
   for (const auto& c : cfgs) {
@@ -132,25 +147,15 @@ TEST(MemoryEstimate, ParametersMatchLibTorchForEveryVariant) {
 // training (sim/serving/serving_checks.h) are the ones its built cache
 // measures, for every variant and the cache parts each switches on.
 TEST(MemoryEstimate, KvBytesPerTokenMatchTheBuiltCacheForEveryVariant) {
-  std::vector<RunConfig> cfgs;
-  for (const char* v : {"baseline", "sfvl", "sfcl", "oet", "fused", "speculative", "alibi", "gated_attn",
-                        "sfvl_best_of_n", "contrastive", "streaming", "h2o", "latent_kv"}) {
-    RunConfig c;
-    c.variant = v;
-    c.model.layers = 2;
-    c.model.heads = 4;
-    c.model.dim = 32;
-    c.model.context = 16;
-    cfgs.push_back(c);
-  }
-  RunConfig f = cfgs[4];
+  std::vector<RunConfig> cfgs = one_of_each_variant();
+  RunConfig f = variant_config(cfgs, "fused");
   f.fused.value_rank = "0.5";  // V holds r = 4 values per head
   for (const char* importance : {"attn_mass", "grad_norm"}) {
     f.fused.key_weighting = "scale";  // attn_mass: each head's query and column sum; grad_norm: one importance
     f.fused.importance = importance;
     cfgs.push_back(f);
   }
-  RunConfig l = cfgs[12];
+  RunConfig l = variant_config(cfgs, "latent_kv");
   l.latent.rank = "12";
   cfgs.push_back(l);
   l.latent.mode = "svd";  // the baseline's network, factorised to the latent before decoding
