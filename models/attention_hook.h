@@ -1,7 +1,7 @@
-// Named points where a mechanism attaches to attention without editing
-// AttentionImpl::forward or DecodeStep::through_layers (issue 30 item 2;
-// docs/adding-a-mechanism.md walks through one, tests/cpp/test_toy_mechanism.cpp
-// is its proof). A hook is installed on a model at runtime,
+// Named points where a mechanism attaches to a block without editing
+// AttentionImpl::forward, BlockImpl::forward or DecodeStep::through_layers
+// (issue 30 item 2; docs/adding-a-mechanism.md walks through one,
+// tests/cpp/test_toy_mechanism.cpp is its proof). A hook is installed on a model at runtime,
 // TransformerImpl::add_attention_hook, and is seen by every layer of both
 // paths, in the order installed. A hook implements both forms, the reference
 // (tensors) and the fast step's (floats), of each point it uses; the equality
@@ -27,15 +27,30 @@
 //     - reference path: after_attention on y [B,T,C] and x [B,T,C], returns y';
 //     - fast step: after_attention_rows on y [M,C] in place, x [M,C], M rows
 //       (tokens of one or more sequences).
+// (c) Before the MLP: transforms the MLP input u = ln2(h), h the residual
+//     stream after attention, before the MLP's first product. sfcl's and
+//     oet's correction (u ← u·c, models/correction_hook.h) is one:
+//     - reference path (models/block.cpp): before_mlp on u [B,T,C], returns u';
+//     - fast step: before_mlp_rows on u [M,C] in place, given an MlpRows: the
+//       rows (a sequence and an offset each, for what is set per sequence),
+//       the step's matrix product on the threads it gives the call, and
+//       what plan_call made of the hook's state for this call. plan_call
+//       runs once per call of the step, on the calling thread before the team
+//       does (ATen allowed, and its errors are thrown there, not in a member):
+//       decode-time switches that a stage sets between calls (oet's looked-up
+//       coefficients) are read there, as the reference reads them each call.
 //
 // The fast forms run on the decode step's spinning team (models/spin_team.h):
 // several rows at once on different threads, so they must be const, safe to
-// call concurrently, and call no ATen (use loops over the floats). DecodeStep
+// call concurrently, and call no ATen (use loops over the floats; a
+// before-MLP form's products go through its site's product, which may start
+// the team itself: it is called where the step would call its own). DecodeStep
 // reads a model's hooks when it packs the model: install them before.
 // A hook carries no state dict: its own numbers (a slope, a factor) are
 // fixed, and a trained mechanism's parameters stay in the module that saves
-// them (gated_attn's in AttentionImpl; a registered network's in the module
-// its builder registers on the model, models/factory.h), read by the hook, so
+// them (gated_attn's in AttentionImpl; sfcl's correction in each block; a
+// registered network's in the module its builder registers on the model,
+// models/factory.h), read by the hook, so
 // checkpoints keep their names. A hook whose fast form reads such weights
 // packs them in for_fast_step(), as DecodeStep packs its own. The fast step
 // refuses a model with a parameter it does not read itself, unless a hook
@@ -68,6 +83,41 @@ struct ScoreRow {
   int64_t position = 0;  // the query's position; its keys are at 0..position
 };
 
+// One row of a fast-step call: a token of a sequence at a position
+// (DecodeStep's rows). `logits`: its logits are returned; `offset`: its
+// index among the rows of its sequence in this call (a prefill's t).
+struct StepRow {
+  int64_t sequence, token, position;
+  bool logits;
+  int64_t offset = 0;
+};
+
+// The fast step's matrix product, for a fast form with products of its own:
+// C[M×N] = A·Wᵀ (+ bias, then GELU, if asked) from W's panels P
+// (models/blas.h), on the threads the step gives the call (split across the
+// team for a single sequence, else the calling member alone), so that the
+// hook's products scale as the step's own do.
+class RowsProduct {
+ public:
+  virtual ~RowsProduct() = default;
+  virtual void operator()(int64_t M, int64_t N, int64_t K, const float* A, const float* P, float* C,
+                          bool gelu = false, const float* bias = nullptr) const = 0;
+};
+
+// What a before-MLP hook's fast form reads during one call of the step,
+// made by its plan_call (a hook defines its own and casts back to it).
+struct CallPlan {
+  virtual ~CallPlan() = default;
+};
+
+// Where a fast-step before-MLP hook runs: rows[0..M) of one layer.
+struct MlpRows {
+  int64_t layer = 0;
+  const StepRow* rows = nullptr;
+  const CallPlan* plan = nullptr;       // this hook's plan_call() for the call; null if it made none
+  const RowsProduct* product = nullptr;  // never null
+};
+
 class AttentionHook {
  public:
   virtual ~AttentionHook() = default;
@@ -90,6 +140,19 @@ class AttentionHook {
   // y [M,C] in place, x [M,C].
   virtual void after_attention_rows(float* /*y*/, const float* /*x*/, int64_t /*M*/, int64_t /*C*/,
                                     int64_t /*layer*/) const {}
+
+  // (c) Before the MLP. uses_mlp_input() says whether the forms below do anything.
+  virtual bool uses_mlp_input() const { return false; }
+  // u [B,T,C] -> u' [B,T,C].
+  virtual torch::Tensor before_mlp(const torch::Tensor& u, int64_t /*layer*/) const { return u; }
+  // Once per fast-step call over rows[0..M) of a cache of `batch` sequences,
+  // before the team runs: what before_mlp_rows reads in that call (null: nothing).
+  virtual std::unique_ptr<const CallPlan> plan_call(const StepRow* /*rows*/, int64_t /*M*/,
+                                                    int64_t /*batch*/) const {
+    return nullptr;
+  }
+  // u [M,C] in place, M = the rows of `site`.
+  virtual void before_mlp_rows(float* /*u*/, int64_t /*M*/, int64_t /*C*/, const MlpRows& /*site*/) const {}
 
   // The hook whose fast forms the step runs, made once when a DecodeStep
   // packs the model (null: this one). For a fast form that reads the

@@ -1,5 +1,6 @@
 #include "models/block.h"
 
+#include "models/attention_hook.h"
 #include "models/split_linear.h"
 
 namespace zl {
@@ -27,19 +28,14 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x, const AttentionContext&
   auto a = ln1(x);  // [B,T,C] attention's input
   if (capture_attn_input) last_attn_input = a.detach();
   auto h = x + attn->forward(a, ctx, cache);
-  if (!correction) return h + mlp->forward(ln2(h));  // the baseline path
-  auto u = ln2(h);                                    // [B,T,C] the MLP input
-  switch (correction_mode) {
-    case CorrectionMode::Module: {
-      auto c = correction->forward(u);  // [B,T,C]
-      if (capture_correction) last_correction = c.detach();
-      u = u * c;
-      break;
-    }
-    case CorrectionMode::Override: u = u * correction_override.to(u.dtype()); break;  // [B,T|1,C] broadcast
-    case CorrectionMode::Identity: break;
-  }
-  return h + mlp->forward(u);
+  return h + mlp->forward(before_mlp(ln2(h), ctx));
+}
+
+torch::Tensor BlockImpl::before_mlp(torch::Tensor u, const AttentionContext& ctx) const {
+  if (!ctx.hooks) return u;
+  for (const auto& hook : *ctx.hooks)
+    if (hook->uses_mlp_input()) u = hook->before_mlp(u, ctx.layer);
+  return u;
 }
 
 }  // namespace zl

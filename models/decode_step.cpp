@@ -58,17 +58,15 @@ bool DecodeStep::supports(const Transformer& model, std::string* why) {
     for (const char* n : {"ln1.weight", "ln1.bias", "attn.qkv.weight", "attn.proj.weight", "ln2.weight", "ln2.bias",
                           "mlp.fc.weight", "mlp.proj.weight"})
       expected.insert(p + n);
-    if (model->cfg.correction_hidden > 0)
-      for (const char* n : {"correction.fc.weight", "correction.fc.bias", "correction.out.weight", "correction.out.bias"})
-        expected.insert(p + n);
     if (f.value_rank > 0) expected.insert(p + "attn.value_proj");
     if (model->cfg.attn_gate) {
       expected.insert(p + "attn.gate_weight");
       if (model->cfg.attn_gate_bias) expected.insert(p + "attn.gate_bias");
     }
   }
-  // A registered network's own parameters (models/factory.h) are its hooks'
-  // to read, packed by their for_fast_step(): known when a hook names them.
+  // A registered network's own parameters (models/factory.h), and sfcl's
+  // correction modules (models/correction_hook.h), are their hooks' to read,
+  // packed by their for_fast_step(): known when a hook names them.
   auto read_by_a_hook = [&](const torch::Tensor& p) {
     for (const auto& hook : model->attention_hooks())
       for (const auto& t : hook->trained_parameters())
@@ -120,6 +118,7 @@ void DecodeStep::pack_weights() {
   for (const auto& hook : hooks_) {
     if (hook->uses_scores()) score_hooks_.push_back(hook.get());
     if (hook->uses_output()) output_hooks_.push_back(hook.get());
+    if (hook->uses_mlp_input()) mlp_hooks_.push_back(hook.get());
   }
   lnf_w_ = ptr(params["ln_f.weight"]);
   lnf_b_ = ptr(params["ln_f.bias"]);
@@ -145,14 +144,6 @@ void DecodeStep::pack_weights() {
     Layer L{ptr(params[p + "ln1.weight"]), ptr(params[p + "ln1.bias"]), t(p + "attn.qkv.weight"),
             t(p + "attn.proj.weight"), ptr(params[p + "ln2.weight"]), ptr(params[p + "ln2.bias"]),
             t(p + "mlp.fc.weight"), t(p + "mlp.proj.weight"), (*model_->blocks)[l]->as<Block>()};
-    if (L.block->correction) {
-      L.corr_fc = t(p + "correction.fc.weight");
-      L.corr_fc_b = ptr(params[p + "correction.fc.bias"]);
-      L.corr_out = t(p + "correction.out.weight");
-      L.corr_out_b = ptr(params[p + "correction.out.bias"]);
-      L.corr_hidden = model_->cfg.correction_hidden;
-      L.corr_scale = static_cast<float>(L.block->correction->scale);
-    }
     if (fused_.value_rank > 0) {  // P as the reference computes it (the hard form's QR once, here)
       packed_.push_back(L.block->attn->value_projection().detach().contiguous());
       L.value_p = ptr(packed_.back());
@@ -164,6 +155,16 @@ void DecodeStep::pack_weights() {
 DecodeStep::~DecodeStep() {
   if (aten_threads_ > 1) at::set_num_threads(aten_threads_);
 }
+
+struct DecodeStep::HookProduct : RowsProduct {
+  HookProduct(DecodeStep& step, bool alone) : step(step), alone(alone) {}
+  void operator()(int64_t M, int64_t N, int64_t K, const float* A, const float* P, float* C, bool gelu,
+                  const float* bias) const override {
+    step.product(M, N, K, A, P, C, alone, gelu, bias);
+  }
+  DecodeStep& step;
+  bool alone;
+};
 
 void DecodeStep::split(int64_t n, bool alone, const std::function<void(int64_t, int64_t)>& body) {
   if (alone) return body(0, n);
@@ -296,7 +297,7 @@ torch::Tensor DecodeStep::run_rows(const std::vector<Row>& rows, KVCache& cache)
     wanted += r.logits;
   }
   auto logits = torch::empty({wanted, V}, torch::TensorOptions().dtype(torch::kFloat));
-  plan_corrections(rows, cache.batch());
+  plan_hooks(rows, cache.batch());
   // Whole sequences per team member, cut near equal row counts (rows come
   // sequence by sequence): a member's products, attention and cache slots
   // then touch nothing another member writes. Splitting each product across
@@ -355,6 +356,7 @@ void DecodeStep::through_layers(const Row* rows, int64_t M, KVCache& cache, floa
         *last = last_t.data_ptr<float>(), *imp = imp_t.data_ptr<float>(), *gate_in = g_t.data_ptr<float>(),
         *gate_last = gl_t.data_ptr<float>();
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
+  const HookProduct hook_product(*this, alone);
 
   // An evicting cache: tokens held before this call, per sequence (models/eviction.h).
   const EvictionOptions& ev = cache.eviction;
@@ -437,7 +439,12 @@ void DecodeStep::through_layers(const Row* rows, int64_t M, KVCache& cache, floa
     product(M, C, C, y, L.proj, a, alone);
     for (int64_t i = 0; i < M * C; ++i) x[i] += a[i];
     for (int64_t m = 0; m < M; ++m) layer_norm(x + m * C, L.ln2_w, L.ln2_b, h + m * C, C, eps_);
-    correct(l, rows, M, h, alone);
+    // Before-MLP hooks (models/attention_hook.h; sfcl's and oet's correction)
+    // on the MLP input, which h now holds.
+    for (size_t k = 0; k < mlp_hooks_.size(); ++k) {
+      const MlpRows site{static_cast<int64_t>(l), rows, mlp_plans_[k].get(), &hook_product};
+      mlp_hooks_[k]->before_mlp_rows(h, M, C, site);
+    }
     product(M, F, C, h, L.fc, f, alone, /*gelu=*/true);
     product(M, C, F, f, L.mlp_proj, a, alone);
     for (int64_t i = 0; i < M * C; ++i) x[i] += a[i];
@@ -454,47 +461,10 @@ void DecodeStep::through_layers(const Row* rows, int64_t M, KVCache& cache, floa
   if (G > 0) gate_logits(wanted, gate_last, logits, alone);
 }
 
-void DecodeStep::plan_corrections(const std::vector<Row>& rows, int64_t batch) {
-  int64_t per_sequence = 1;  // rows of one sequence in this call (a prefill's prompt)
-  for (const Row& r : rows) per_sequence = std::max(per_sequence, r.offset + 1);
-  corrections_.assign(layers_.size(), CorrectionPlan{});
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    const Layer& L = layers_[l];
-    if (L.corr_hidden == 0) continue;  // no module: the baseline's block
-    CorrectionPlan& p = corrections_[l];
-    p.mode = L.block->correction_mode;
-    if (p.mode != CorrectionMode::Override) continue;
-    const torch::Tensor& c = L.block->correction_override;
-    TORCH_CHECK(c.defined() && c.dim() == 3 && c.size(0) == batch && c.size(2) == model_->cfg.dim,
-                "DecodeStep: layer ", l, "'s correction coefficients are not [B,T,C] for this batch");
-    TORCH_CHECK(c.size(1) == 1 || c.size(1) >= per_sequence, "DecodeStep: layer ", l, "'s correction coefficients cover ",
-                c.size(1), " rows of a sequence, not ", per_sequence);
-    p.coefficients = c.to(torch::kCPU, torch::kFloat).contiguous();
-  }
-}
-
-void DecodeStep::correct(size_t l, const Row* rows, int64_t M, float* u, bool alone) {
-  const CorrectionPlan& plan = corrections_[l];
-  const int64_t C = model_->cfg.dim;
-  if (plan.mode == CorrectionMode::Identity) return;
-  if (plan.mode == CorrectionMode::Override) {  // c given per sequence and row (oet's lookups)
-    const int64_t T = plan.coefficients.size(1);
-    const float* c = plan.coefficients.data_ptr<float>();
-    for (int64_t m = 0; m < M; ++m) {
-      const int64_t t = T == 1 ? 0 : rows[m].offset;  // in range: plan_corrections checked
-      const float* cm = c + (rows[m].sequence * T + t) * C;
-      for (int64_t i = 0; i < C; ++i) u[m * C + i] *= cm[i];
-    }
-    return;
-  }
-  // The module: c = s·sigmoid(W2·gelu(W1·u + b1) + b2), u <- u·c.
-  const Layer& L = layers_[l];
-  thread_local std::vector<float> hidden, z;  // per member: sequences of a batch run on several at once
-  hidden.resize(M * L.corr_hidden);
-  z.resize(M * C);
-  product(M, L.corr_hidden, C, u, L.corr_fc, hidden.data(), alone, /*gelu=*/true, L.corr_fc_b);
-  product(M, C, L.corr_hidden, hidden.data(), L.corr_out, z.data(), alone, /*gelu=*/false, L.corr_out_b);
-  scale_by_sigmoid(u, z.data(), M * C, L.corr_scale);
+void DecodeStep::plan_hooks(const std::vector<Row>& rows, int64_t batch) {
+  mlp_plans_.clear();
+  for (const AttentionHook* hook : mlp_hooks_)
+    mlp_plans_.push_back(hook->plan_call(rows.data(), static_cast<int64_t>(rows.size()), batch));
 }
 
 }  // namespace zl

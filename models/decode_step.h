@@ -19,10 +19,11 @@
 // rollback; same cache; same greedy tokens).
 //
 // Variants on it (issue 12): sfcl's and oet's correction between attention
-// and the MLP (models/correction.h), read from each block at every call as
-// the reference path reads it: the module (packed like the other weights),
-// the coefficients a stage set (oet's table lookups, per sequence and
-// position), or none. And fused's parts (models/fused_options.h), in
+// and the MLP (models/correction.h), a before-MLP hook
+// (models/correction_hook.h) that reads each block's switches at every call
+// as the reference path reads them: the module (packed like the other
+// weights), the coefficients a stage set (oet's table lookups, per sequence
+// and position), or none. And fused's parts (models/fused_options.h), in
 // models/decode_step_fused.cpp: key weighting in both forms with each
 // importance (attn_mass from the cache's running column sums, hidden_norm,
 // and grad_norm by its closed form through the final norm and the head),
@@ -36,8 +37,8 @@
 // hook: one more product C→G per layer from the block's normalised input and
 // a sigmoid multiply on the attention output (models/gated_attention.h).
 // The model's attention hooks (models/attention_hook.h) run in the plain
-// attention (score hooks) and after every attention (after-attention
-// hooks), read once when the model is packed.
+// attention (score hooks), after every attention (after-attention hooks)
+// and on the MLP input (before-MLP hooks), read once when the model is packed.
 #pragma once
 #include <torch/torch.h>
 
@@ -53,11 +54,11 @@ namespace zl {
 class DecodeStep {
  public:
   // Whether `model` can take this path: CPU float32, eval mode, and nothing
-  // but the baseline's parameters, sfcl's correction modules, fused's parts,
-  // score hooks such as alibi's (not with fused's parts), gated_attn's
-  // gates and the parameters a hook names as its own (a registered network's,
-  // AttentionHook::trained_parameters); the other variants' parts, latent_kv's
-  // latent among them, use the reference.
+  // but the baseline's parameters, fused's parts, score hooks such as
+  // alibi's (not with fused's parts), gated_attn's gates and the parameters
+  // a hook names as its own (sfcl's correction modules, a registered
+  // network's: AttentionHook::trained_parameters); the other variants'
+  // parts, latent_kv's latent among them, use the reference.
   // When not, `why` says what stops it.
   static bool supports(const Transformer& model, std::string* why = nullptr);
 
@@ -109,18 +110,8 @@ class DecodeStep {
  private:
   struct Layer {
     const float *ln1_w, *ln1_b, *qkv, *proj, *ln2_w, *ln2_b, *fc, *mlp_proj;
-    BlockImpl* block;  // its correction mode and coefficients, read at each call
-    // The correction module's panels and biases (sfcl, oet); hidden 0: none.
-    const float *corr_fc = nullptr, *corr_fc_b = nullptr, *corr_out = nullptr, *corr_out_b = nullptr;
-    int64_t corr_hidden = 0;
-    float corr_scale = 1;
+    BlockImpl* block;
     const float* value_p = nullptr;  // fused value distillation: P [r,D]
-  };
-  // A layer's correction for one call, resolved before the team runs (its
-  // coefficients as CPU float32, read by the members).
-  struct CorrectionPlan {
-    CorrectionMode mode = CorrectionMode::Identity;
-    torch::Tensor coefficients;  // Override: [B,T,C], T = 1 (every row) or the rows of each sequence
   };
   Transformer model_;
   std::vector<Layer> layers_;         // matrices packed as panels for models/blas.h
@@ -129,7 +120,6 @@ class DecodeStep {
   double eps_ = 1e-5;
   std::shared_ptr<SpinTeam> team_;
   int aten_threads_ = 1;  // LibTorch's thread count before the step took them (1: nothing to give back)
-  std::vector<CorrectionPlan> corrections_;  // per layer, for the call under way
   // fused (all off for the other variants)
   FusedOptions fused_;
   int64_t value_width_ = 0;                 // values per head in the cache: r, or D
@@ -141,15 +131,17 @@ class DecodeStep {
   // one's for_fast_step() copy where it makes one): owned here, and those of
   // each point apart, in the order installed.
   AttentionHooks hooks_;
-  std::vector<const AttentionHook*> score_hooks_, output_hooks_;
+  std::vector<const AttentionHook*> score_hooks_, output_hooks_, mlp_hooks_;
+  // Each before-MLP hook's plan_call() for the call under way (null where it made none).
+  std::vector<std::unique_ptr<const CallPlan>> mlp_plans_;
 
   // One token of one sequence at one position; `logits`: return its logits;
-  // `offset`: its index among the rows of its sequence in this call.
-  struct Row {
-    int64_t sequence, token, position;
-    bool logits;
-    int64_t offset = 0;
-  };
+  // `offset`: its index among the rows of its sequence in this call. The
+  // hooks' type (models/attention_hook.h): before-MLP hooks read the rows as they are.
+  using Row = StepRow;
+  // product() on the threads of one through_layers call, as a hook's fast
+  // form calls it (RowsProduct, models/attention_hook.h).
+  struct HookProduct;
   // The transformer over rows, sequence by sequence (their keys and values
   // written to the cache; lengths untouched): the logits of the rows that
   // ask, in order [R,V]. Team members take whole sequences.
@@ -164,8 +156,6 @@ class DecodeStep {
   // prefill), else by panels.
   void product(int64_t M, int64_t N, int64_t K, const float* A, const float* P, float* C, bool alone,
                bool gelu = false, const float* bias = nullptr);
-  // The correction of layer l applied to the MLP inputs u [M,C] of `rows`.
-  void correct(size_t l, const Row* rows, int64_t M, float* u, bool alone);
   // fused (models/decode_step_fused.cpp). Attention of layer l for rows
   // [0, M): reads q in qkv [M,3C], writes y [M,C] and, when `features` is
   // given, the gate's query-key cosines [M, H·gate_keys]; each sequence's
@@ -183,8 +173,8 @@ class DecodeStep {
   // The gate's log factors added to the top-k logits of each of `n` rows.
   void gate_logits(int64_t n, const float* features, float* logits, bool alone);
 
-  // corrections_ for a call over `rows`; throws here, not in a team member.
-  void plan_corrections(const std::vector<Row>& rows, int64_t batch);
+  // mlp_plans_ for a call over `rows`; throws here, not in a team member.
+  void plan_hooks(const std::vector<Row>& rows, int64_t batch);
   // body(begin, end) over [0, n): all of it here if `alone`, else in a few
   // contiguous ranges per team member.
   void split(int64_t n, bool alone, const std::function<void(int64_t, int64_t)>& body);

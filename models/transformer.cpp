@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "models/alibi.h"
+#include "models/correction_hook.h"
 #include "models/gated_attention.h"
 #include "models/key_weighting.h"
 #include "models/split_linear.h"
@@ -28,6 +29,13 @@ TransformerImpl::TransformerImpl(const ModelConfig& c) : cfg(c) {
   blocks = register_module("blocks", torch::nn::ModuleList());
   for (int64_t l = 0; l < c.layers; ++l) blocks->push_back(Block(c));
   ln_f = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.dim})));
+  // sfcl / oet: the blocks' correction modules applied before each MLP by a
+  // hook (models/correction_hook.h); no draws, the modules are the blocks'.
+  if (c.correction_hidden > 0) {
+    std::vector<Block> corrected;
+    for (size_t l = 0; l < blocks->size(); ++l) corrected.push_back(Block(blocks->ptr<BlockImpl>(l)));
+    add_attention_hook(std::make_shared<CorrectionHook>(std::move(corrected)));
+  }
 
   // GPT-2 initialisation: N(0, 0.02), residual projections scaled down by
   // sqrt(2 * layers) so the residual stream's variance does not grow with depth.

@@ -231,6 +231,49 @@ TEST(DecodeStep, CoefficientsOfAnotherShapeAreRefused) {
   EXPECT_THROW(fast.prefill({{1, 2, 3}, {4}}, cache), c10::Error);  // another batch
 }
 
+// A before-MLP hook of no variant (models/attention_hook.h, point c): each
+// layer's MLP input scaled per channel and by the layer, the fast form
+// reading part of its factor from the plan it made for the call. Both paths
+// run it alike, and it changes the logits.
+class ChannelGainHook : public AttentionHook {
+ public:
+  explicit ChannelGainHook(int64_t C) : gains_(C) {
+    for (int64_t i = 0; i < C; ++i) gains_[i] = 1.0f + 0.5f * std::sin(static_cast<float>(i));
+  }
+  std::string name() const override { return "channel gain"; }
+  bool uses_mlp_input() const override { return true; }
+  torch::Tensor before_mlp(const torch::Tensor& u, int64_t layer) const override {
+    return u * torch::tensor(gains_).view({1, 1, -1}) * static_cast<float>(layer + 1);
+  }
+  struct Plan : CallPlan {
+    float factor = 0;
+  };
+  std::unique_ptr<const CallPlan> plan_call(const StepRow*, int64_t, int64_t) const override {
+    auto p = std::make_unique<Plan>();
+    p->factor = 1;
+    return p;
+  }
+  void before_mlp_rows(float* u, int64_t M, int64_t C, const MlpRows& site) const override {
+    const float factor = static_cast<const Plan*>(site.plan)->factor * static_cast<float>(site.layer + 1);
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t i = 0; i < C; ++i) u[m * C + i] *= gains_[i] * factor;
+  }
+
+ private:
+  std::vector<float> gains_;
+};
+
+TEST(DecodeStep, BeforeMlpHookInBothForms) {
+  Transformer model = tiny_transformer(4, tiny_model_four_heads());
+  model->eval();
+  torch::NoGradGuard no_grad;
+  auto tokens = torch::randint(model->cfg.vocab, {2, 5}, torch::kLong);
+  auto plain = model->forward(tokens);
+  model->add_attention_hook(std::make_shared<ChannelGainHook>(model->cfg.dim));
+  EXPECT_FALSE(torch::allclose(model->forward(tokens), plain, 1e-3, 1e-3));
+  for (int threads : {1, 2}) expect_paths_agree(model, threads);
+}
+
 // Two members: a batch is cut into whole sequences, one group each (the
 // test above at 3 sequences); a single sequence has its products and heads
 // split across the team instead (here). Both against the reference path.
