@@ -8,6 +8,7 @@
 
 #include "sim/operating_point.h"
 #include "sim/variants.h"
+#include "sim/util/format.h"
 
 namespace zl {
 namespace {
@@ -38,11 +39,7 @@ double parse_float(const std::string& s) {
   return v;
 }
 
-std::string format_float(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.10g", v);
-  return buf;
-}
+std::string format_float(double v) { return significant(v, 10); }
 
 // ---- checks --------------------------------------------------------------
 

@@ -6,15 +6,12 @@
 #include <stdexcept>
 
 #include "sim/config.h"
+#include "sim/util/format.h"
 
 namespace zl {
 namespace {
 
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
-}
+std::string num(double v) { return significant(v, 3); }
 
 }  // namespace
 
@@ -124,9 +121,7 @@ std::optional<OperatingPoint> training_operating_point(const RunConfig& cfg) {
 }
 
 void set_operating_knob(RunConfig& cfg, const OperatingPoint& op, double value) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.10g", value);
-  set_key(cfg, op.knob, buf, Origin{"the operating point of calibrate." + op.variant});
+  set_key(cfg, op.knob, significant(value, 10), Origin{"the operating point of calibrate." + op.variant});
 }
 
 bool calibrate_key_counts(const std::string& key, const RunConfig& cfg, bool training_only) {

@@ -19,17 +19,14 @@
 #include "sim/runtime.h"
 #include "sim/stages/sfcl_stage.h"
 #include "sim/trainer.h"
+#include "sim/util/format.h"
 
 namespace zl {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string knob_text(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.10g", v);
-  return buf;
-}
+std::string knob_text(double v) { return significant(v, 10); }
 
 // The prompts a training target is measured on: calibration prompts as long
 // as the test prompts are (a step's cost grows with its context), and the

@@ -13,6 +13,7 @@
 
 #include "sim/claims/claim_tables.h"
 #include "sim/claims/least_squares.h"
+#include "sim/util/format.h"
 
 namespace zl {
 namespace {
@@ -134,11 +135,7 @@ double column_value(const Table::Column& col, size_t i) {
 }
 
 // A numeric cell as a selector compares it: integers without a decimal point.
-std::string format_exact(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
+std::string format_exact(double v) { return significant(v, 17); }
 
 // trend: per run (one per seed), the relative change of a least-squares line
 // fitted to column `y` against column `x` of the per-run table `table` (its

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "sim/claims/claim_measurement.h"
+#include "sim/util/format.h"
 
 namespace zl {
 namespace {
@@ -17,9 +18,7 @@ const double kNaN = std::numeric_limits<double>::quiet_NaN();
 std::string format_value(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", v);
-  return buf;
+  return significant(v, 4);
 }
 
 Table claim_seeds_table(const std::vector<ClaimResult>& results) {

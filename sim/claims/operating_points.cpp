@@ -6,15 +6,12 @@
 #include <map>
 
 #include "sim/config.h"
+#include "sim/util/format.h"
 
 namespace zl {
 namespace {
 
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
-}
+std::string num(double v) { return significant(v, 3); }
 
 std::string config_value(const ClaimRun& run, const std::string& key) {
   auto it = run.config.find(key);

@@ -5,15 +5,12 @@
 #include <stdexcept>
 
 #include "sim/memory_estimate.h"
+#include "sim/util/format.h"
 
 namespace zl {
 namespace {
 
-std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.15g", v);
-  return buf;
-}
+std::string number(double v) { return significant(v, 15); }
 
 // `x` > 0 rounded up to 3 significant digits: a figure to type that holds at
 // least `x` once parsed back (the exact one may parse a hair below it).
@@ -34,8 +31,7 @@ std::string kv_budget_problem(const RunConfig& cfg) {
   const double per_token = kv_bytes_per_token(cfg);
   if (serve_kv_blocks(cfg, per_token) >= 1) return "";
   const double block = static_cast<double>(cfg.serve.block_size) * per_token;
-  char needed[32];
-  std::snprintf(needed, sizeof needed, "%.3g", rounded_up(block / 1e6));
+  const std::string needed = significant(rounded_up(block / 1e6), 3);
   return "serve.kv_budget_mb: " + budget_text(cfg) + " holds no KV block of variant " + cfg.variant +
          "'s cache: a block of serve.block_size = " + std::to_string(cfg.serve.block_size) + " tokens at " +
          number(per_token) + " bytes per token needs " + number(block) + " bytes; set serve.kv_budget_mb to at least " +
