@@ -30,9 +30,10 @@ int64_t peak_rss_bytes() {
 }  // namespace
 
 std::string serving_problem(const RunConfig& cfg) {
-  // The catalog is read only for a run it would be read for after training.
-  const HardwareCatalog catalog =
-      cfg.serve.enabled && projected(cfg) ? read_hardware(hardware_catalog_path()) : HardwareCatalog{};
+  // The catalog is read only for a run it would be read for after training,
+  // and once per process: a study asks for every one of its runs.
+  if (!(cfg.serve.enabled && projected(cfg))) return serving_problem(cfg, HardwareCatalog{});
+  static const HardwareCatalog catalog = read_hardware(hardware_catalog_path());
   return serving_problem(cfg, catalog);
 }
 
