@@ -76,6 +76,8 @@ CheckpointState CheckpointDir::load(Transformer* model, torch::optim::Optimizer*
     s.complete = kv.at("complete") == "1";
     s.train_seconds = std::stod(kv.at("train_seconds"));
     s.timed_tokens = std::stoll(kv.at("timed_tokens"));
+    if (kv.count("commit")) s.code.commit = kv.at("commit");
+    if (kv.count("training_code")) s.code.fingerprint = kv.at("training_code");
     for (const auto& [k, v] : kv) {
       if (k.rfind("curve.", 0) != 0 || k.size() < 11 || k.substr(k.size() - 5) != ".step") continue;
       std::string name = k.substr(6, k.size() - 11);
@@ -171,6 +173,7 @@ void CheckpointDir::save(const CheckpointState& s, Transformer& model, torch::op
   st.precision(17);
   st << "step=" << s.step << "\ncomplete=" << (s.complete ? 1 : 0) << "\ntrain_seconds=" << s.train_seconds
      << "\ntimed_tokens=" << s.timed_tokens << "\n";
+  if (!s.code.fingerprint.empty()) st << "commit=" << s.code.commit << "\ntraining_code=" << s.code.fingerprint << "\n";
   for (const auto& [name, c] : s.curves)
     st << "curve." << name << ".step=" << join(c.step) << "\ncurve." << name << ".value=" << join(c.value) << "\n";
   for (const auto& [name, record] : checksums) st << kChecksumKey << name << "=" << record << "\n";

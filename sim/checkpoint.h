@@ -13,6 +13,7 @@
 
 #include "models/transformer.h"
 #include "sim/results.h"
+#include "sim/training_code.h"
 #include "sim/util/file_lock.h"
 
 namespace zl {
@@ -23,6 +24,9 @@ struct CheckpointState {
   double train_seconds = 0;  // time spent in training steps (excl. eval/checkpoint)
   int64_t timed_tokens = 0;  // tokens processed in those seconds
   std::map<std::string, Curve> curves;  // "train/loss", "train/val_loss", "train/lr"
+  // The code that trained it (sim/training_code.h): state.ini's commit= and
+  // training_code=; both empty in a checkpoint written before they existed.
+  TrainingCode code;
 };
 
 // A checkpoint whose files disagree with the checksums state.ini recorded

@@ -230,6 +230,10 @@ std::vector<KeySpec> build_registry() {
   k.push_back(float_key("train.memory_margin", &R::train, &TrainConfig::memory_margin, O,
                         "share of the available memory held back for the system and other processes (memory check)",
                         in_range(0, 0.9)));
+  k.push_back(str_key("train.stale_checkpoints", &R::train, &TrainConfig::stale_checkpoints, O,
+                      "refuse | reuse: a checkpoint whose recorded training code differs from this build's "
+                      "(sim/training_code.h) is refused, or reused as it is",
+                      one_of({"refuse", "reuse"})));
 
   k.push_back(int_key("decode.max_new_tokens", &R::decode, &DecodeConfig::max_new_tokens, E, "tokens generated per prompt", at_least(1)));
   k.push_back(float_key("decode.temperature", &R::decode, &DecodeConfig::temperature, E, "sampling temperature (0 = greedy)",
@@ -470,6 +474,12 @@ std::vector<KeySpec> build_registry() {
                       at_least(1)));
   k.push_back(float_key("calibrate.tolerance", &R::calibrate, &CalibrateConfig::tolerance, E,
                         "relative: the search ends at a probe within tolerance * target", in_range(0, 1, true)));
+  // Not part of any identity: the rounds change how well a timed knob is
+  // solved, not what was asked for (the target is in the identity).
+  k.push_back(int_key("calibrate.timing_rounds", &R::calibrate, &CalibrateConfig::timing_rounds, E,
+                      "measurements per knob of a timed grid solved before training (sfcl's time share): its "
+                      "interval comes from them",
+                      at_least(1)));
 
   k.push_back(str_key("output.dir", &R::output, &OutputConfig::dir, O, "where shards, checkpoints and results go",
                       [](const std::string& v) {
@@ -726,7 +736,8 @@ bool relevant(const std::string& key, const std::string& variant, bool training_
     auto reads = [&](const std::string& v, bool training) {
       for (const auto& t : operating_targets())
         if (t.variant == v && (!training || t.before_training))
-          return key.rfind("calibrate." + v + ".", 0) == 0 || key == "calibrate.prompts" || key == "calibrate.tolerance";
+          return key.rfind("calibrate." + v + ".", 0) == 0 || key == "calibrate.prompts" ||
+                 key == "calibrate.tolerance" || key == "calibrate.timing_rounds";
       return false;
     };
     return (!training_only && reads(variant, false)) || reads(family, true);

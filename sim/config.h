@@ -49,6 +49,9 @@ struct TrainConfig {
   // they change no result, only whether a run is let start.
   bool memory_check = true;             // off: run anyway (the estimate is within about 1.5x; you may know better)
   double memory_margin = 0.1;           // share of the available memory held back for the system and other processes
+  // A checkpoint written by other training code (sim/training_code.h): refused,
+  // or reused as it is. An output key: it decides whether a run may start.
+  std::string stale_checkpoints = "refuse";
 };
 
 struct DecodeConfig {
@@ -261,6 +264,7 @@ struct CalibrateConfig {
   std::map<std::string, CalibrateTarget> targets;  // by variant; every calibratable variant has an entry
   int64_t prompts = 64;                 // calibration prompts (openings of validation documents no test prompt uses)
   double tolerance = 0.1;               // relative: a probe within tolerance * target ends the search
+  int64_t timing_rounds = 3;            // a timed grid's measurements per knob (sim/operating_point.h solve_on_grid)
   CalibrateConfig();
 };
 

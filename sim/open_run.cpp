@@ -77,6 +77,7 @@ std::unique_ptr<OpenRun> open_run(const RunConfig& cfg, RunRecord& r, bool with_
   if (with_judge && cfg.judge.enabled) check_judge_size(cfg, mc.vocab, run->model->parameter_count());
   TrainOutcome trained = train_model(run->cfg, run->id, run->model, ds, device);
   for (const auto& [name, curve] : trained.state.curves) r.curves[name] = curve;
+  r.train_commit = trained.state.code.commit;
 
   auto& m = r.metrics;
   m["params"] = static_cast<double>(run->model->parameter_count());

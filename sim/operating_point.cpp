@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <random>
 #include <stdexcept>
 
 #include "sim/config.h"
@@ -32,6 +33,11 @@ const std::vector<OperatingTarget>& operating_targets() {
       // (time_share_correction, sim/stages/sfcl_stage.h), not set by hand;
       // the width shapes training, so it is solved before the model trains.
       {"sfcl", "time_share_correction", "sfcl.hidden", 4, 512, /*before_training=*/true},
+      // The same share counted in the decode's FLOPs (sim/cost.h), computed
+      // from the model's shapes: a width that does not move with a machine's
+      // noise or model (docs/design.md#operating-points). Each run still times
+      // its module's share (time_share_correction) and reports it.
+      {"sfcl", "flops_share_correction", "sfcl.hidden", 4, 512, /*before_training=*/true, /*analytic=*/true},
   };
   return t;
 }
@@ -75,8 +81,12 @@ std::optional<OperatingPoint> resolve(const RunConfig& cfg, const std::string& v
   op.hi = range.at(1);
   op.tolerance = cfg.calibrate.tolerance;
   op.prompts = cfg.calibrate.prompts;
+  op.rounds = cfg.calibrate.timing_rounds;
   for (const auto& t : operating_targets())
-    if (t.variant == variant && t.metric == op.metric && t.knob == op.knob) op.before_training = t.before_training;
+    if (t.variant == variant && t.metric == op.metric && t.knob == op.knob) {
+      op.before_training = t.before_training;
+      op.analytic = t.analytic;
+    }
   return op;
 }
 
@@ -169,20 +179,22 @@ SolvedPoint solve_operating_point(const OperatingPoint& op, const std::function<
   return s;
 }
 
-SolvedPoint solve_on_grid(const OperatingPoint& op, const std::function<double(double)>& measure, int points) {
-  if (points < 2 || !(op.lo > 0) || !(op.hi > op.lo))
-    throw std::invalid_argument("solve_on_grid: a grid needs 2 or more points over 0 < lo < hi");
-  SolvedPoint s;
-  std::vector<double> knob, value;
+namespace {
+
+// The knobs of a geometric grid of `points` over [lo, hi], rounded and distinct.
+std::vector<double> grid_knobs(const OperatingPoint& op, int points) {
+  std::vector<double> knob;
   for (int i = 0; i < points; ++i) {
     const double k = std::round(op.lo * std::pow(op.hi / op.lo, i / (points - 1.0)));
-    if (!knob.empty() && k <= knob.back()) continue;
-    knob.push_back(k);
-    value.push_back(measure(k));
-    s.probes.emplace_back(k, value.back());
-    if (!std::isfinite(value.back()))
-      throw std::runtime_error(op.metric + " has no value at " + op.knob + " = " + num(k));
+    if (knob.empty() || k > knob.back()) knob.push_back(k);
   }
+  return knob;
+}
+
+// Where the monotone fit of `value` over `knob` crosses the target,
+// interpolated in log knob and rounded into [lo, hi]; throws unreachable()
+// when the fit does not reach it.
+double grid_crossing(const OperatingPoint& op, const std::vector<double>& knob, const std::vector<double>& value) {
   // Fitted rising: a falling metric is fitted as its negative.
   const bool rising = value.back() >= value.front();
   std::vector<double> v = value;
@@ -205,9 +217,101 @@ SolvedPoint solve_on_grid(const OperatingPoint& op, const std::function<double(d
     const double f = v[i] == v[i - 1] ? 0.5 : (op.target - v[i - 1]) / (v[i] - v[i - 1]);
     solved = std::exp(a + f * (b - a));
   }
-  s.knob = std::clamp(std::round(solved), op.lo, op.hi);
-  s.reached = measure(s.knob);
-  s.probes.emplace_back(s.knob, s.reached);
+  return std::clamp(std::round(solved), op.lo, op.hi);
+}
+
+double mean_of(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return sum / static_cast<double>(v.size());
+}
+
+}  // namespace
+
+SolvedPoint solve_on_grid(const OperatingPoint& op, const std::function<double(double)>& measure, int points,
+                          int rounds) {
+  if (points < 2 || !(op.lo > 0) || !(op.hi > op.lo) || rounds < 1)
+    throw std::invalid_argument("solve_on_grid: a grid needs 2 or more points over 0 < lo < hi, and 1 or more rounds");
+  SolvedPoint s;
+  s.rounds = rounds;
+  const std::vector<double> knob = grid_knobs(op, points);
+  const size_t n = knob.size();
+  std::vector<std::vector<double>> seen(n);  // each knob's measurements
+  for (int r = 0; r < rounds; ++r)
+    for (size_t j = 0; j < n; ++j) {
+      const size_t at = (j + static_cast<size_t>(r) * (n / 2 + 1)) % n;  // rotates, so round r starts elsewhere
+      const double v = measure(knob[at]);
+      s.probes.emplace_back(knob[at], v);
+      if (!std::isfinite(v)) throw std::runtime_error(op.metric + " has no value at " + op.knob + " = " + num(knob[at]));
+      seen[at].push_back(v);
+    }
+  std::vector<double> means(n);
+  for (size_t j = 0; j < n; ++j) means[j] = mean_of(seen[j]);
+  s.knob = grid_crossing(op, knob, means);
+  if (rounds > 1) {
+    // Percentile bootstrap of the crossing over each knob's measurements; a
+    // fixed seed, so that one set of measurements gives one interval.
+    std::mt19937_64 rng(20261207);
+    std::vector<double> solutions;
+    for (int b = 0; b < 400; ++b) {
+      std::vector<double> resampled(n);
+      for (size_t j = 0; j < n; ++j) {
+        std::uniform_int_distribution<size_t> pick(0, seen[j].size() - 1);
+        double sum = 0;
+        for (size_t k = 0; k < seen[j].size(); ++k) sum += seen[j][pick(rng)];
+        resampled[j] = sum / static_cast<double>(seen[j].size());
+      }
+      try {
+        solutions.push_back(grid_crossing(op, knob, resampled));
+      } catch (const std::runtime_error&) {
+      }
+    }
+    if (!solutions.empty()) {
+      std::sort(solutions.begin(), solutions.end());
+      auto at = [&](double q) { return solutions[static_cast<size_t>(std::floor(q * (solutions.size() - 1) + 0.5))]; };
+      s.knob_lo = at(0.025);
+      s.knob_hi = at(0.975);
+    }
+  }
+  std::vector<double> there;
+  for (int r = 0; r < rounds; ++r) {
+    there.push_back(measure(s.knob));
+    s.probes.emplace_back(s.knob, there.back());
+  }
+  s.reached = mean_of(there);
+  return s;
+}
+
+SolvedPoint solve_integer(const OperatingPoint& op, const std::function<double(double)>& measure) {
+  SolvedPoint s;
+  auto probe = [&](double k) {
+    const double v = measure(k);
+    if (!std::isfinite(v)) throw std::runtime_error(op.metric + " has no value at " + op.knob + " = " + num(k));
+    s.probes.emplace_back(k, v);
+    return v;
+  };
+  double lo = std::ceil(op.lo), hi = std::floor(op.hi);
+  const double at_lo = probe(lo), at_hi = probe(hi);
+  const double tol = op.tolerance * std::abs(op.target);
+  if (op.target < std::min(at_lo, at_hi) - tol || op.target > std::max(at_lo, at_hi) + tol)
+    throw unreachable(op, std::min(at_lo, at_hi), std::max(at_lo, at_hi));
+  const bool rising = at_hi >= at_lo;
+  // Invariant: the target lies between the values at lo and hi.
+  double v_lo = at_lo, v_hi = at_hi;
+  while (hi - lo > 1) {
+    const double mid = std::floor(0.5 * (lo + hi));
+    const double v = probe(mid);
+    if ((v < op.target) == rising) {
+      lo = mid;
+      v_lo = v;
+    } else {
+      hi = mid;
+      v_hi = v;
+    }
+  }
+  const bool take_lo = std::abs(v_lo - op.target) <= std::abs(v_hi - op.target);
+  s.knob = take_lo ? lo : hi;
+  s.reached = take_lo ? v_lo : v_hi;
   return s;
 }
 

@@ -24,6 +24,7 @@
 // decodes sfcl's) and every later pass reads the same width. Such a knob
 // leaves the run's identity; the target enters it in its place.
 #pragma once
+#include <cmath>
 #include <functional>
 #include <optional>
 #include <string>
@@ -37,7 +38,10 @@ struct RunConfig;
 struct OperatingTarget {
   std::string variant, metric, knob;
   double lo, hi;                 // the knob's default search range
-  bool before_training = false;  // the knob shapes the model: solved before it trains, on a grid (timed metric)
+  bool before_training = false;  // the knob shapes the model: solved before it trains
+  // Of a knob solved before training: its metric is computed from the model's
+  // shapes (an analytic count, the same on every machine) rather than timed.
+  bool analytic = false;
 };
 const std::vector<OperatingTarget>& operating_targets();
 // The variants that have a target (each gets its [calibrate.VARIANT] keys).
@@ -51,6 +55,8 @@ struct OperatingPoint {
   double tolerance = 0.1;  // relative: |reached − target| <= tolerance · target
   int64_t prompts = 64;    // calibration prompts
   bool before_training = false;
+  bool analytic = false;   // OperatingTarget::analytic
+  int64_t rounds = 3;      // a timed grid's measurements per knob (calibrate.timing_rounds)
 };
 // The decode-time target of the run's own variant, if its [calibrate.VARIANT]
 // target is set and its knob does not shape training.
@@ -75,6 +81,10 @@ std::string operating_target_problem(const std::string& variant, const std::stri
 struct SolvedPoint {
   double knob = 0, reached = 0;
   std::vector<std::pair<double, double>> probes;
+  // A timed grid's: the knob's 95% interval over resamples of its repeated
+  // measurements (NaN for a search without repeats), and the repeats per knob.
+  double knob_lo = NAN, knob_hi = NAN;
+  int64_t rounds = 1;
 };
 
 // Solves measure(knob) = target over [lo, hi] by bisection on the sign of
@@ -98,6 +108,20 @@ SolvedPoint solve_operating_point(const OperatingPoint& op, const std::function<
 // Throws as solve_operating_point does when the target lies outside what the
 // grid reaches; a reached value outside tolerance is the machine's noise and
 // is recorded, not an error.
-SolvedPoint solve_on_grid(const OperatingPoint& op, const std::function<double(double)>& measure, int points = 8);
+//
+// With `rounds` > 1 every knob of the grid is measured that many times, the
+// grid walked once per round in an order that rotates from round to round (so
+// that a burst of load falls on different knobs), the crossing found on the
+// means, and its 95% interval from 400 resamples of each knob's measurements
+// (percentile bootstrap; a resample whose grid does not reach the target is
+// skipped). `reached` is then the mean of `rounds` measurements at the solution.
+SolvedPoint solve_on_grid(const OperatingPoint& op, const std::function<double(double)>& measure, int points = 8,
+                          int rounds = 1);
+
+// For a metric computed, not measured (OperatingTarget::analytic), which must
+// be monotone in an integer knob: the knob in [lo, hi] whose value is nearest
+// the target, found by bisection. The same on every machine. Throws as
+// solve_operating_point does when the target lies outside what the range reaches.
+SolvedPoint solve_integer(const OperatingPoint& op, const std::function<double(double)>& measure);
 
 }  // namespace zl

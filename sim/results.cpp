@@ -57,8 +57,13 @@ namespace fs = std::filesystem;
 const std::vector<std::string> kIndexColumns = {"run_id", "train_id", "variant",     "setting", "seed",
                                                 "status", "error",    "started_utc", "finished_utc"};
 
+// Written after them since 2026-12-07; a file from before has neither, and
+// its runs read back with these fields empty.
+const std::vector<std::string> kLaterIndexColumns = {"commit", "train_commit"};
+
 bool is_fixed_column(const std::string& name) {
-  return std::find(kIndexColumns.begin(), kIndexColumns.end(), name) != kIndexColumns.end();
+  return std::find(kIndexColumns.begin(), kIndexColumns.end(), name) != kIndexColumns.end() ||
+         std::find(kLaterIndexColumns.begin(), kLaterIndexColumns.end(), name) != kLaterIndexColumns.end();
 }
 
 // The RunRecord field behind a string column of /index; null for others.
@@ -71,6 +76,8 @@ std::string RunRecord::*string_field(const std::string& name) {
   if (name == "error") return &RunRecord::error;
   if (name == "started_utc") return &RunRecord::started_utc;
   if (name == "finished_utc") return &RunRecord::finished_utc;
+  if (name == "commit") return &RunRecord::commit;
+  if (name == "train_commit") return &RunRecord::train_commit;
   return nullptr;
 }
 
@@ -85,6 +92,11 @@ Table index_table(const std::vector<const RunRecord*>& runs, const std::set<std:
       table.add(name, std::move(seeds));
       continue;
     }
+    std::vector<std::string> values;
+    for (const RunRecord* run : runs) values.push_back(run->*string_field(name));
+    table.add(name, std::move(values));
+  }
+  for (const std::string& name : kLaterIndexColumns) {
     std::vector<std::string> values;
     for (const RunRecord* run : runs) values.push_back(run->*string_field(name));
     table.add(name, std::move(values));

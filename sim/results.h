@@ -60,6 +60,11 @@ struct RunRecord {
   std::string error;        // empty unless failed
   std::string config_ini;   // the resolved config as INI text
   std::string started_utc, finished_utc;
+  // The commit the run ran at and the one that trained its checkpoint
+  // (sim/training_code.h; "+dirty" when the tree had uncommitted changes,
+  // "A,B" for a checkpoint trained further by a second commit); empty in
+  // files from before 2026-12-07.
+  std::string commit, train_commit;
   std::map<std::string, double> metrics;   // scalar metrics: columns of /index
   std::map<std::string, Curve> curves;     // path under /runs/<id>/, e.g. "train/loss"
   std::map<std::string, Table> tables;     // path under /runs/<id>/, e.g. "eval/items"

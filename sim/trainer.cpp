@@ -1,6 +1,7 @@
 #include "sim/trainer.h"
 
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <filesystem>
 
@@ -19,6 +20,14 @@ double learning_rate(const TrainConfig& t, int64_t step) {
 }
 
 std::string checkpoint_path(const RunConfig& cfg) { return identify(cfg).checkpoint_dir; }
+
+void check_checkpoint_code(const RunConfig& cfg, const std::string& checkpoint, const TrainingCode& recorded) {
+  const std::string why = stale_checkpoint_problem(checkpoint, recorded, current_training_code());
+  if (why.empty()) return;
+  if (cfg.train.stale_checkpoints != "reuse") throw StaleCheckpoint(why);
+  if (cfg.output.verbosity > 0)
+    std::fprintf(stderr, "warning: train.stale_checkpoints = reuse: %s\n", why.c_str());
+}
 
 double evaluate_loss(Transformer& model, const BatchSampler& val, int64_t batches, const torch::Device& device,
                      bool bf16) {
@@ -67,11 +76,19 @@ TrainOutcome train_model(const RunConfig& cfg, const RunIdentity& id, Transforme
   model->to(device);
   auto optim = make_optimizer(model, t);
   TrainOutcome out;
+  const TrainingCode& ours = current_training_code();
+  out.state.code = ours;
   if (ckpt.exists()) {
     try {
       out.state = ckpt.load(&model, &optim, id.family);  // another family's checkpoint is refused
+      check_checkpoint_code(cfg, id.checkpoint_dir, out.state.code);
+      // Trained further by this code, it is neither the old code's model nor ours: it says both.
+      if (!out.state.complete && out.state.code.fingerprint != ours.fingerprint)
+        out.state.code = {out.state.code.commit + "," + ours.commit, out.state.code.fingerprint + "," + ours.fingerprint};
     } catch (const DamagedCheckpoint& e) {
       ckpt.set_aside(e.what());  // nothing was loaded: train from the model's initial weights
+      out.state = CheckpointState{};
+      out.state.code = ours;
     }
   }
   model->to(device);

@@ -22,6 +22,18 @@ class NonFiniteLoss : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A checkpoint trained by other code than this build's (sim/training_code.h),
+// refused under train.stale_checkpoints = refuse (the default).
+class StaleCheckpoint : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Refuses (StaleCheckpoint) or, under train.stale_checkpoints = reuse, warns
+// about a checkpoint at `checkpoint` that `recorded` trained, when that is not
+// this build's training code.
+void check_checkpoint_code(const RunConfig& cfg, const std::string& checkpoint, const TrainingCode& recorded);
+
 struct TrainOutcome {
   CheckpointState state;   // curves, steps, timing
   double train_tok_s = 0;  // tokens per second over timed training steps

@@ -19,6 +19,7 @@
 #include "sim/runtime.h"
 #include "sim/stages/sfcl_stage.h"
 #include "sim/trainer.h"
+#include "sim/util/file_lock.h"
 #include "sim/util/format.h"
 
 namespace zl {
@@ -54,6 +55,10 @@ double measure_untrained(const OperatingPoint& op, const RunConfig& cfg, const D
                          double knob) {
   RunConfig c = cfg;
   set_operating_knob(c, op, knob);
+  if (op.metric == "flops_share_correction") {
+    const ModelConfig mc = model_config(c, ds.tokenizer->vocab_size());
+    return correction_flops_share(mc, std::min<int64_t>(mc.context, mc.context - c.decode.max_new_tokens / 2));
+  }
   torch::manual_seed(static_cast<uint64_t>(c.seed));
   Transformer model = make_model(trained_family(c), model_config(c, ds.tokenizer->vocab_size()));
   model->to(resolve_device(c.train.device));
@@ -89,19 +94,62 @@ std::optional<SolvedPoint> read_solution(const std::string& path, const Operatin
   SolvedPoint s;
   s.knob = std::stod(keys["value"]);
   s.reached = keys["reached"].empty() ? NAN : std::stod(keys["reached"]);
+  if (!keys["rounds"].empty()) s.rounds = std::stoll(keys["rounds"]);
+  std::istringstream interval(keys["interval"]);
+  if (double lo, hi; interval >> lo >> hi) {
+    s.knob_lo = lo;
+    s.knob_hi = hi;
+  }
   std::istringstream probes(keys["probes"]);
   for (double k, v; probes >> k >> v;) s.probes.emplace_back(k, v);
   return s;
 }
 
-void write_solution(const std::string& path, const OperatingPoint& op, const SolvedPoint& s) {
+void write_solution(const std::string& path, const OperatingPoint& op, const SolvedPoint& s, const std::string& what) {
   std::ostringstream out;
-  out << "# The operating point this checkpoint's model is trained at (sim/training_point.h).\n"
+  out << "# " << what << " (sim/training_point.h).\n"
       << "metric = " << op.metric << "\ntarget = " << knob_text(op.target) << "\nknob = " << op.knob
-      << "\nvalue = " << knob_text(s.knob) << "\nreached = " << knob_text(s.reached) << "\nprobes =";
+      << "\nvalue = " << knob_text(s.knob) << "\nreached = " << knob_text(s.reached) << "\nrounds = " << s.rounds;
+  if (std::isfinite(s.knob_lo)) out << "\ninterval = " << knob_text(s.knob_lo) << " " << knob_text(s.knob_hi);
+  out << "\nprobes =";
   for (const auto& [k, v] : s.probes) out << " " << knob_text(k) << " " << knob_text(v);
   out << "\n";
   write_file_atomically(path, out.str());
+}
+
+}  // namespace
+
+// One file per (target, model shape, data, decoding): neither the seed nor the
+// training schedule moves what the knob's metric is computed or timed on.
+std::string study_operating_point_path(const RunConfig& cfg) {
+  RunConfig c = cfg;
+  c.seed = 0;
+  const std::string device = c.train.device;
+  c.train = TrainConfig{};
+  c.train.device = device;
+  return (fs::path(cfg.output.dir) / "operating_points" / (train_id(c) + ".ini")).string();
+}
+
+namespace {
+
+SolvedPoint solve_training_point(const OperatingPoint& op, const RunConfig& cfg, const Dataset& data) {
+  if (op.analytic) return solve_integer(op, [&](double knob) { return measure_untrained(op, cfg, data, Replay{}, knob); });
+  const Replay text = replay_text(cfg, data, op.prompts);
+  // A process's first timed steps pay for allocation and cold caches: one
+  // measurement is thrown away. Every knob is then measured op.rounds times,
+  // in rounds, each measurement the mean of two taken apart in time.
+  measure_untrained(op, cfg, data, text, op.lo);
+  return solve_on_grid(
+      op,
+      [&](double knob) {
+        const auto begin = std::chrono::steady_clock::now();
+        const double v = 0.5 * (measure_untrained(op, cfg, data, text, knob) + measure_untrained(op, cfg, data, text, knob));
+        if (cfg.output.verbosity > 1)
+          std::fprintf(stderr, "  %s = %g: %s = %.4f (%.1f s)\n", op.knob.c_str(), knob, op.metric.c_str(), v,
+                       std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count());
+        return v;
+      },
+      8, static_cast<int>(op.rounds));
 }
 
 }  // namespace
@@ -111,26 +159,25 @@ bool settle_training_point(RunConfig& cfg, const Dataset& data, RunRecord& r) {
   if (!op) return false;
   CheckpointDir ckpt(checkpoint_path(cfg));
   ckpt.lock();  // another shard solving for the same checkpoint waits, then reads its width
-  const std::string path = (fs::path(ckpt.path()) / "operating_point.ini").string();
-  std::optional<SolvedPoint> s = read_solution(path, *op);
+  // A checkpoint keeps the point it was trained at, whatever the study's file says later.
+  const std::string beside = (fs::path(ckpt.path()) / "operating_point.ini").string();
+  std::optional<SolvedPoint> s = read_solution(beside, *op);
   if (!s) {
-    const Replay text = replay_text(cfg, data, op->prompts);
-    // A process's first timed steps pay for allocation and cold caches: one
-    // measurement is thrown away. Each probe is then the mean of two, taken
-    // apart in time, so that a burst of other load moves neither far.
-    measure_untrained(*op, cfg, data, text, op->lo);
-    s = solve_on_grid(*op, [&](double knob) {
-      const auto begin = std::chrono::steady_clock::now();
-      const double v = 0.5 * (measure_untrained(*op, cfg, data, text, knob) + measure_untrained(*op, cfg, data, text, knob));
-      if (cfg.output.verbosity > 1)
-        std::fprintf(stderr, "  %s = %g: %s = %.4f (%.1f s)\n", op->knob.c_str(), knob, op->metric.c_str(), v,
-                     std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count());
-      return v;
-    });
-    write_solution(path, *op, *s);
-    if (cfg.output.verbosity > 0)
-      std::fprintf(stderr, "operating point: %s = %.4g for %s = %.3g (%.3g reached, %zu probes on untrained models)\n",
-                   op->knob.c_str(), s->knob, op->metric.c_str(), op->target, s->reached, s->probes.size());
+    // Solved once per study (docs/design.md#operating-points): every seed and shard reads the
+    // first solution, so the models a study trains do not follow the machine's noise seed by seed.
+    const std::string shared = study_operating_point_path(cfg);
+    FileLock lock(shared + ".lock");
+    lock.lock();
+    s = read_solution(shared, *op);
+    if (!s) {
+      s = solve_training_point(*op, cfg, data);
+      write_solution(shared, *op, *s, "The operating point this study's models of this shape are trained at");
+      if (cfg.output.verbosity > 0)
+        std::fprintf(stderr, "operating point: %s = %.4g for %s = %.3g (%.3g reached, %zu probes%s) in %s\n",
+                     op->knob.c_str(), s->knob, op->metric.c_str(), op->target, s->reached, s->probes.size(),
+                     op->analytic ? ", computed from shapes" : ", timed on untrained models", shared.c_str());
+    }
+    write_solution(beside, *op, *s, "The operating point this checkpoint's model is trained at");
   }
   set_operating_knob(cfg, *op, s->knob);
   record_solved_point(*op, *s, cfg, r);
@@ -143,6 +190,10 @@ void record_solved_point(const OperatingPoint& op, const SolvedPoint& s, const R
   m["calibrated_knob_value"] = s.knob;
   m["calibrated_reached"] = s.reached;
   m["calibrated_probes"] = static_cast<double>(s.probes.size());
+  if (std::isfinite(s.knob_lo)) {  // a timed grid's interval for the knob, from its repeated measurements
+    m["calibrated_knob_lo"] = s.knob_lo;
+    m["calibrated_knob_hi"] = s.knob_hi;
+  }
   std::vector<double> knob, value;
   for (const auto& [k, v] : s.probes) {
     knob.push_back(k);

@@ -212,12 +212,13 @@ def load_all_claims(res):
     from before them lacks filled in as empty."""
     table = zr._root_table(res.path, "claims", zr.CLAIM_COLUMNS)
     for name in ("known_method", "projection", "of_claim", "by_construction", "verdict_holm", "method",
-                 "operating_point", "size", "source", "claim", "claimed", "note"):
+                 "operating_point", "size", "source", "claim", "claimed", "note", "requires", "commit_list"):
         table[name] = _text_col(table, name)
-    for name in ("seeds", "seeds_needed"):
+    for name in ("seeds", "seeds_needed", "commits"):
         table[name] = pd.to_numeric(table[name], errors="coerce").fillna(0).astype(int) if name in table else 0
     if "params" not in table:
         table["params"] = np.nan
+    table["competence"] = pd.to_numeric(table["competence"], errors="coerce") if "competence" in table else np.nan
     return table
 
 
@@ -356,7 +357,7 @@ def forest_caption(rows):
 CLAIM_TABLE = (("id", "id"), ("source", "source"), ("claim", "claim"), ("claimed", "claimed"),
                ("measured [95% CI]", None), ("n", "seeds"), ("interval", "method"), ("verdict", "verdict"),
                ("Holm", "verdict_holm"), ("seeds to decide", "seeds_needed"), ("operating point", "operating_point"),
-               ("note", "note"))
+               ("competence floor", "requires"), ("commits", "commits"), ("note", "note"))
 
 
 LONG_TEXT = ("claim", "operating_point", "note")
@@ -382,6 +383,13 @@ def claims_table(rows, caption=""):
                 line.append(cell(f"{r.id} ({kind})" if companion else r.id, "companion" if companion else "id"))
             elif col == "seeds_needed":
                 line.append(cell(int(r.seeds_needed) if int(r.seeds_needed) > 0 else "", "num"))
+            elif col == "commits":  # how many commits its runs and their models came from; more than one is flagged
+                n = int(r.commits)
+                line.append(cell("" if n == 0 else f"{n} (mixed: {r.commit_list})" if n > 1 else "1",
+                                 "num" if n <= 1 else "long"))
+            elif col == "requires":  # the floor and what its side reached
+                reached = "" if not r.requires or not np.isfinite(r.competence) else f" (reached {number(r.competence, 3)})"
+                line.append(cell(f"{r.requires}{reached}", "long"))
             else:
                 line.append(cell(getattr(r, col), "num" if col == "seeds" else "long" if col in LONG_TEXT else ""))
         out.append(line)

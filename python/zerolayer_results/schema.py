@@ -25,6 +25,9 @@ INDEX_COLUMNS = (
     "started_utc", "finished_utc",
 )
 _STRING_COLUMNS = tuple(c for c in INDEX_COLUMNS if c != "seed")
+# Written after them since 2026-12-07: the commit each run ran at and the one
+# that trained its model (docs/results_schema.md). Older files have neither.
+LATER_INDEX_COLUMNS = ("commit", "train_commit")
 
 # docs/design.md#runs-identity-and-checkpoints: every run that trained has these, with steps as dimension scales.
 REQUIRED_CURVES = ("train/loss", "train/val_loss")
@@ -94,15 +97,18 @@ def _check_index(f, problems):
     if names[: len(INDEX_COLUMNS)] != INDEX_COLUMNS:
         problems.append(f"/index starts with columns {names[:len(INDEX_COLUMNS)]}, expected {INDEX_COLUMNS}")
         return None
-    for name in _STRING_COLUMNS:
+    fixed = len(INDEX_COLUMNS)
+    if names[fixed:fixed + len(LATER_INDEX_COLUMNS)] == LATER_INDEX_COLUMNS:
+        fixed += len(LATER_INDEX_COLUMNS)
+    for name in _STRING_COLUMNS + tuple(names[len(INDEX_COLUMNS):fixed]):
         if dtype[name].kind != "S":
             problems.append(f"/index column {name!r} is not a fixed-length string")
     if dtype["seed"] != np.int64:
         problems.append("/index column 'seed' is not int64")
-    for name in names[len(INDEX_COLUMNS):]:
+    for name in names[fixed:]:
         if dtype[name] != np.float64:
             problems.append(f"/index metric column {name!r} is not float64")
-    if list(names[len(INDEX_COLUMNS):]) != sorted(names[len(INDEX_COLUMNS):]):
+    if list(names[fixed:]) != sorted(names[fixed:]):
         problems.append("/index metric columns are not in name order")
     index = _decode_frame(pd.DataFrame(f["index"][:]))
     if index["run_id"].duplicated().any():

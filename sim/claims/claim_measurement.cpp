@@ -243,6 +243,11 @@ Measurement measure(const ClaimSpec& s, const ClaimsInput& input) {
   const RunsBySeed control = s.control.empty() ? RunsBySeed() : select_runs(s.control, input);
   for (const auto* side : {&treatment, &control})
     for (const auto& [seed, runs] : *side) out.runs.insert(out.runs.end(), runs.begin(), runs.end());
+  if (!s.requires_floor.empty()) {
+    out.floor = parse_floor(s.requires_floor);
+    const bool on_control = out.floor->on == "control" || (out.floor->on.empty() && !s.control.empty());
+    out.competence = read_floor(*out.floor, on_control ? control : treatment, on_control ? "control" : "treatment");
+  }
   std::unique_ptr<MetricExpression> metric;
   if (!s.metric.empty()) metric = std::make_unique<MetricExpression>(s.metric);
   kind->measure(ComparisonInput{s, input, treatment, control, metric.get()}, out);

@@ -8,6 +8,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "sim/claims/claim_registry.h"
 #include "sim/claims/claim_runs.h"
 #include "sim/claims/claim_selectors.h"
+#include "sim/claims/competence_floor.h"
 
 namespace zl {
 
@@ -25,6 +27,9 @@ struct Measurement {
   std::string problem;     // a reason no value could be formed ("missing: ..." or "ambiguous: ...")
   std::string note;        // said beside the value (treatment seeds without a control run)
   std::string unmeasured;  // the first metric name a run lacked: the reason when no value came
+  // The claim's competence floor (ClaimSpec::requires_floor) read on its side's runs.
+  std::optional<CompetenceFloor> floor;
+  FloorReading competence;
 };
 
 // What a comparison kind measures from: the claim and its selected runs.

@@ -15,6 +15,7 @@
 #include "sim/claims/claim_expression.h"
 #include "sim/claims/claim_measurement.h"
 #include "sim/claims/claim_selectors.h"
+#include "sim/claims/competence_floor.h"
 
 namespace zl {
 namespace {
@@ -61,6 +62,16 @@ void finish_spec(ClaimSpec& s, const std::map<std::string, std::string>& kv, con
   s.control = get("control");
   s.untestable = get("untestable");
   s.by_construction = get("by_construction");
+  s.requires_floor = get("requires");
+  if (!s.requires_floor.empty()) {
+    try {
+      const CompetenceFloor floor = parse_floor(s.requires_floor);
+      if (floor.on == "control" && s.control.empty() && !kind->needs_control)
+        throw std::invalid_argument("'on control', but the claim has no control");
+    } catch (const std::exception& e) {
+      throw std::runtime_error(where + ": claim " + s.id + ": requires: " + e.what());
+    }
+  }
   if (kind->needs_control) s.control = need("control");
   if (kind->needs_over) s.over = need("over");
   if (kind->reads_table) {
@@ -176,7 +187,7 @@ std::vector<ClaimSpec> parse_registry(const std::string& text, const std::string
   static const std::set<std::string> kKeys = {"source", "claim",   "metric",    "comparison", "treatment",
                                               "control", "over",   "table",     "x",          "y",
                                               "claimed", "tolerance", "region", "untestable",
-                                              "by_construction", "rows"};
+                                              "by_construction", "rows", "requires"};
   std::vector<ClaimSpec> specs;
   std::vector<std::map<std::string, std::string>> values;
   std::set<std::string> ids;

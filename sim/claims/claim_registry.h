@@ -24,6 +24,9 @@ struct ClaimSpec {
   // manipulation check, is printed apart, and is left out of the Holm family
   // and the seeds plan.
   std::string by_construction;
+  // The competence floor its control must clear (registry key `requires`,
+  // sim/claims/competence_floor.h); "" = none.
+  std::string requires_floor;
   std::string file;                // where the section is, for errors
   int line = 0;
   // A known method's row beside the claim (registry key `known.NAME`): the

@@ -109,6 +109,8 @@ ClaimsInput load_claims_input(const std::string& results_file) {
     r.run_id = index_cell(row.strings, "run_id", results_file);
     r.status = index_cell(row.strings, "status", results_file);
     r.seed = index_seed(row, results_file);
+    for (auto [column, field] : {std::pair{"commit", &ClaimRun::commit}, std::pair{"train_commit", &ClaimRun::train_commit}})
+      if (auto it = row.strings.find(column); it != row.strings.end()) r.*field = it->second;
     for (const auto& [k, v] : row.numbers)
       if (k != "seed") r.metrics[k] = v;
     in.runs.push_back(std::move(r));

@@ -15,6 +15,9 @@ namespace zl {
 // One run of a results file.
 struct ClaimRun {
   std::string run_id, status;
+  // The commit the run ran at and the one that trained its model (/index;
+  // empty in files from before they were recorded).
+  std::string commit, train_commit;
   int64_t seed = 0;
   std::map<std::string, std::string> config;  // dotted key -> value, from /runs/<id> attr config
   std::map<std::string, double> metrics;      // the /index metric columns

@@ -40,9 +40,10 @@ Table claim_seeds_table(const std::vector<ClaimResult>& results) {
 
 Table claims_table(const std::vector<ClaimResult>& results) {
   std::vector<std::string> id, source, claim, metric, comparison, treatment, control, claimed, verdict, note, method,
-      verdict_holm, known_method, projection, of_claim, by_construction, operating_point;
-  std::vector<double> lo_r, hi_r, value, lo, hi, t_lo, t_hi, boot_lo, boot_hi, bca_lo, bca_hi, p_support, p_refute;
-  std::vector<int64_t> seeds, needed;
+      verdict_holm, known_method, projection, of_claim, by_construction, operating_point, requires_floor, commit_list;
+  std::vector<double> lo_r, hi_r, value, lo, hi, t_lo, t_hi, boot_lo, boot_hi, bca_lo, bca_hi, p_support, p_refute,
+      competence;
+  std::vector<int64_t> seeds, needed, commits;
   for (const auto& r : results) {
     const ClaimSpec& s = *r.spec;
     id.push_back(s.id);
@@ -79,6 +80,12 @@ Table claims_table(const std::vector<ClaimResult>& results) {
     of_claim.push_back(s.of_claim);
     by_construction.push_back(s.by_construction);
     operating_point.push_back(r.operating_point);
+    requires_floor.push_back(s.requires_floor);
+    competence.push_back(r.competence);
+    commits.push_back(static_cast<int64_t>(r.commits.size()));
+    std::string list;
+    for (const auto& c : r.commits) list += (list.empty() ? "" : ",") + c;
+    commit_list.push_back(list);
   }
   Table t;
   t.add("id", id);
@@ -113,6 +120,10 @@ Table claims_table(const std::vector<ClaimResult>& results) {
   t.add("of_claim", of_claim);
   t.add("by_construction", by_construction);  // why the value is fixed by the design ("": a finding)
   t.add("operating_point", operating_point);  // the calibrated targets of its runs (sim/operating_point.h)
+  t.add("requires", requires_floor);  // its competence floor (sim/claims/competence_floor.h), "" for none
+  t.add("competence", competence);     // the floor's metric as read on its side's runs (NaN: no floor)
+  t.add("commits", commits);           // how many commits its runs ran at or were trained by; > 1: mixed
+  t.add("commit_list", commit_list);   // those commits, comma-separated
   return t;
 }
 

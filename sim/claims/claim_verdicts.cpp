@@ -65,6 +65,16 @@ void judge_row(ClaimResult& r, const Measurement& m, const ClaimsOptions& opt, c
       r.seeds_needed = std::max<int64_t>(e.n() + 1, seeds_needed(r.value - nearest_boundary(s, r.value), e.sd(),
                                                                  opt.level, opt.power));
   }
+  // Below its competence floor the row is not judged: the difference of two
+  // models that fail the task is not the claim's (docs/design.md#competence).
+  if (m.floor && m.problem.empty()) {
+    r.competence = m.competence.measured ? m.competence.value : NAN;
+    if (!m.competence.met) {
+      r.note = floor_note(*m.floor, m.competence) + "; would be " + r.verdict + (r.note.empty() ? "" : "; " + r.note);
+      r.verdict = "untestable";
+      r.seeds_needed = 0;
+    }
+  }
   if (!s.untestable.empty()) {
     r.note = "untestable: " + s.untestable + (r.verdict == "missing" ? "" : "; would be " + r.verdict) +
              (r.note.empty() ? "" : "; " + r.note);

@@ -44,6 +44,12 @@ struct ClaimResult {
   // The calibrated targets of the runs it compares ("" when every setting is
   // as configured): sim/claims/operating_points.h.
   std::string operating_point;
+  // Its competence floor as read (sim/claims/competence_floor.h): the
+  // side's mean, NaN where the row has no floor or no value for it.
+  double competence = NAN;
+  // The commits its runs ran at and their models were trained by, each once,
+  // in order (empty where the file predates them); more than one: mixed.
+  std::vector<std::string> commits;
 };
 
 // A known method's row (ClaimSpec::known_method), not one of the articles' claims.

@@ -3,6 +3,7 @@
 // ablations/claims.registry; the files named in claims.h implement them.
 #include "sim/claims/claims.h"
 
+#include <algorithm>
 #include <limits>
 #include <set>
 
@@ -10,6 +11,29 @@
 #include "sim/claims/operating_points.h"
 
 namespace zl {
+namespace {
+
+// Each commit the runs ran at or were trained by, once, in order of first
+// sight; "A,B" (a checkpoint trained further by a second commit) is both.
+std::vector<std::string> commits_of(const std::vector<const ClaimRun*>& runs) {
+  std::vector<std::string> out;
+  auto add = [&](const std::string& list) {
+    size_t from = 0;
+    while (from <= list.size()) {
+      const size_t comma = std::min(list.find(',', from), list.size());
+      const std::string c = list.substr(from, comma - from);
+      if (!c.empty() && std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+      from = comma + 1;
+    }
+  };
+  for (const ClaimRun* run : runs) {
+    add(run->commit);
+    add(run->train_commit);
+  }
+  return out;
+}
+
+}  // namespace
 
 std::vector<ClaimResult> evaluate_claims(const std::vector<ClaimSpec>& specs, const ClaimsInput& input,
                                          const ClaimsOptions& opt) {
@@ -36,6 +60,13 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<ClaimSpec>& specs, co
   for (size_t i = 0; i < out.size(); ++i) {
     judge_row(out[i], measured[i], opt, cal);
     out[i].operating_point = describe_operating_points(measured[i].runs);
+    out[i].commits = commits_of(measured[i].runs);
+    if (out[i].commits.size() > 1) {
+      std::string list;
+      for (const auto& c : out[i].commits) list += (list.empty() ? "" : ", ") + c.substr(0, 7) + (c.find("+dirty") != std::string::npos ? "+dirty" : "");
+      out[i].note += (out[i].note.empty() ? "" : "; ") + std::string("mixes ") + std::to_string(out[i].commits.size()) +
+                     " commits (" + list + "): its runs or their models come from different code";
+    }
   }
   std::vector<ClaimResult> kept;
   for (size_t i = 0; i < out.size(); ++i)

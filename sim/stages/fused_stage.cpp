@@ -195,7 +195,9 @@ void FusedStage::finish(const StageContext& ctx, const Prompts& prompts, const D
       ModelConfig bc = model->cfg;
       bc.fused = FusedOptions{};
       base = make_model("baseline", bc);
-      ready = dir.load(&base, nullptr, "baseline").complete;
+      const CheckpointState state = dir.load(&base, nullptr, "baseline");
+      check_checkpoint_code(cfg, base_dir, state.code);
+      ready = state.complete;
     }
     if (ready) {
       base->to(ctx.device);

@@ -5,6 +5,7 @@
 
 #include "datasets/batch_sampler.h"
 #include "datasets/corpus.h"
+#include "sim/cost.h"
 #include "sim/metrics.h"
 #include "sim/step_replay.h"
 #include "sim/trainer.h"
@@ -103,6 +104,11 @@ DecodeOutput SfclStage::decode(const StageContext& ctx, const std::vector<std::v
 void SfclStage::add_flops(const StageContext& ctx, int64_t context, std::map<std::string, double>& per_module) {
   const auto& mc = ctx.model->cfg;
   per_module["correction"] = ctx.cfg.sfcl.at_inference ? mc.layers * CorrectionImpl::flops(mc.dim, mc.correction_hidden) : 0.0;
+}
+
+double correction_flops_share(const ModelConfig& mc, int64_t mean_context) {
+  const double module_flops = mc.layers * CorrectionImpl::flops(mc.dim, mc.correction_hidden);
+  return module_flops / (total_flops(flops_per_token(mc, mean_context)) + module_flops);
 }
 
 void SfclStage::finish(const StageContext& ctx, const Prompts& prompts, const DecodeOutput& quality, RunRecord& r) {

@@ -42,6 +42,11 @@ std::vector<double> correction_deviations(Transformer& model, const torch::Tenso
 // skipped: `continuations` replayed after `prompts`, every step timed both
 // ways back to back, the best of 3 replays (sim/step_replay.h). A step's
 // time follows its shapes, so an untrained model gives the trained one's.
+// The correction module's share of a decoded token's forward FLOPs (sim/cost.h)
+// in a model of shape `mc` at the mean context a decoded token attends over
+// (sim/run/run.cpp's): flops_share_correction, computed from shapes alone.
+double correction_flops_share(const ModelConfig& mc, int64_t mean_context);
+
 std::pair<double, double> correction_step_ms(Transformer& model, const std::vector<std::vector<int32_t>>& prompts,
                                              const std::vector<std::vector<int32_t>>& continuations, int64_t batch,
                                              int64_t max_new_tokens, bool fast_step);

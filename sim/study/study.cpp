@@ -16,6 +16,7 @@
 #include "sim/run_identity.h"
 #include "sim/runtime.h"
 #include "sim/study/paired_timing.h"
+#include "sim/training_code.h"
 #include "sim/util/file_lock.h"
 #include "sim/util/progress.h"
 #include "sim/util/stop.h"
@@ -156,6 +157,7 @@ int run_study(const Study& study, const StudyOptions& opt) {
     for (const auto& k : keys)
       if (relevant_key(k, c)) record.setting += (record.setting.empty() ? "" : " ") + k + "=" + find_key(k)->get(c);
     if (record.status != "complete") ++failures;
+    record.commit = current_training_code().commit;
     write_shard(path, collect_provenance(opt.command_line, c.train.threads > 0 ? c.train.threads : hardware_threads()),
                 record);
   };

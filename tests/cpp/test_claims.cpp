@@ -510,7 +510,9 @@ TEST(Claims, PerFactReadingOfS002QualityIsItsOwnPlannedRow) {
   for (int s = 1; s <= 3; ++s) {
     in.runs.push_back(run("f" + std::to_string(s), per_fact.treatment, s,
                           {{"violation_rate_per_fact", 0.5 * (1 + change[s - 1])}}));
-    in.runs.push_back(run("v" + std::to_string(s), per_fact.control, s, {{"violation_rate_per_fact", 0.5}}));
+    // A control that does the task: the row's competence floor is on its violation_rate.
+    in.runs.push_back(run("v" + std::to_string(s), per_fact.control, s,
+                          {{"violation_rate_per_fact", 0.5}, {"violation_rate", 0.3}}));
   }
   const std::vector<ClaimSpec> only{per_fact};
   const auto rows = zl::evaluate_claims(only, in);
@@ -935,3 +937,84 @@ TEST(Claims, ResultsFileRoundTrip) {
 }
 
 }  // namespace
+
+namespace zl {
+namespace {
+
+// Issue 37 item 2: a quality row states the floor its control must clear;
+// below it the row is not judged.
+TEST(Claims, AQualityRowBelowItsCompetenceFloorIsUntestableNamingTheFloorAndTheRate) {
+  auto study = [](double control_rate) {
+    ClaimsInput in;
+    for (int s = 1; s <= 3; ++s) {
+      in.runs.push_back(::run("c" + std::to_string(s), "variant=baseline", s, {{"violation_rate", control_rate + 0.01 * s}}));
+      in.runs.push_back(::run("t" + std::to_string(s), "variant=fused", s, {{"violation_rate", control_rate + 0.3}}));
+    }
+    return in;
+  };
+  const std::string body = "metric = violation_rate\ncomparison = difference\ntreatment = variant=fused\n"
+                           "control = variant=baseline\nregion = -0.05 .. 0.05\nrequires = violation_rate <= 0.5\n";
+  const auto specs = parse_registry("[claim Q]\nsource = s\nclaim = q\n" + body, "t.registry");
+  // The control fails most contracts: not judged, whatever the difference.
+  auto below = evaluate_claims(specs, study(0.8));
+  ASSERT_EQ(below.size(), 1u);
+  EXPECT_EQ(below[0].verdict, "untestable");
+  EXPECT_EQ(below[0].verdict_holm, "untestable");
+  EXPECT_EQ(below[0].seeds_needed, 0);
+  EXPECT_NEAR(below[0].competence, 0.82, 1e-12);
+  EXPECT_NE(below[0].note.find("untestable at this competence"), std::string::npos) << below[0].note;
+  EXPECT_NE(below[0].note.find("control's violation_rate is 0.82"), std::string::npos) << below[0].note;
+  EXPECT_NE(below[0].note.find("violation_rate <= 0.5"), std::string::npos) << below[0].note;
+  EXPECT_NE(below[0].note.find("would be refuted"), std::string::npos) << below[0].note;
+  // A competent control: the same difference is judged.
+  auto above = evaluate_claims(specs, study(0.1));
+  EXPECT_EQ(above[0].verdict, "refuted");
+  EXPECT_NEAR(above[0].competence, 0.12, 1e-12);
+  Table t = claims_table(below);
+  EXPECT_EQ(std::get<std::vector<std::string>>(*t.find("requires")), std::vector<std::string>{"violation_rate <= 0.5"});
+  // A floor read on the treatment where the row has no control, and a floor that does not parse.
+  const auto on_treatment = parse_registry(
+      "[claim V]\nsource = s\nclaim = v\nmetric = violation_rate\ncomparison = value\ntreatment = variant=fused\n"
+      "region = 0 .. 1\nrequires = violation_rate < 0.9 on treatment\n",
+      "t.registry");
+  EXPECT_EQ(evaluate_claims(on_treatment, study(0.1))[0].verdict, "supported");
+  EXPECT_EQ(evaluate_claims(on_treatment, study(0.7))[0].verdict, "untestable");
+  const std::string bad = message_of([&] {
+    parse_registry("[claim W]\nsource = s\nclaim = w\n" + body.substr(0, body.find("requires")) +
+                       "requires = violation_rate about 0.5\n",
+                   "t.registry");
+  });
+  EXPECT_NE(bad.find("t.registry:"), std::string::npos) << bad;
+  EXPECT_NE(bad.find("claim W: requires: 'violation_rate about 0.5' is not 'METRIC <= NUMBER'"), std::string::npos) << bad;
+}
+
+// Issue 37 item 5: a row whose runs, or the models they decode, come from
+// more than one commit says so.
+TEST(Claims, ARowWhoseRunsComeFromTwoCommitsIsFlagged) {
+  ClaimsInput in;
+  for (int s = 1; s <= 3; ++s) {
+    ClaimRun c = ::run("c" + std::to_string(s), "variant=baseline", s, {{"m", 0.5}});
+    ClaimRun t = ::run("t" + std::to_string(s), "variant=fused", s, {{"m", 0.5}});
+    c.commit = c.train_commit = t.commit = "aaaaaaaaaaaa";
+    t.train_commit = s == 3 ? "bbbbbbbbbbbb" : "aaaaaaaaaaaa";  // one model trained by other code
+    in.runs.push_back(c);
+    in.runs.push_back(t);
+  }
+  const auto specs = parse_registry(
+      "[claim M]\nsource = s\nclaim = m\nmetric = m\ncomparison = difference\ntreatment = variant=fused\n"
+      "control = variant=baseline\nregion = -1 .. 1\n"
+      "[claim N]\nsource = s\nclaim = n\nmetric = m\ncomparison = value\ntreatment = variant=baseline\nregion = 0 .. 1\n",
+      "t.registry");
+  auto rows = evaluate_claims(specs, in);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].commits, (std::vector<std::string>{"aaaaaaaaaaaa", "bbbbbbbbbbbb"}));
+  EXPECT_NE(rows[0].note.find("mixes 2 commits (aaaaaaa, bbbbbbb)"), std::string::npos) << rows[0].note;
+  EXPECT_EQ(rows[1].commits.size(), 1u);
+  EXPECT_EQ(rows[1].note.find("mixes"), std::string::npos) << rows[1].note;
+  Table t = claims_table(rows);
+  EXPECT_EQ(std::get<std::vector<int64_t>>(*t.find("commits")), (std::vector<int64_t>{2, 1}));
+  EXPECT_NE(format_claims(rows).find("mixes 2 commits"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace zl

@@ -369,7 +369,7 @@ TEST(Results, MergeSortsRowsFillsNaNAndCopiesRuns) {
   zl::h5::File file = zl::h5::File::open(out, false);
   EXPECT_EQ(file.dataset("index").read_table().names,
             (std::vector<std::string>{"run_id", "train_id", "variant", "setting", "seed", "status", "error", "started_utc",
-                                      "finished_utc", "bpb", "val_loss", "violation_rate"}));
+                                      "finished_utc", "commit", "train_commit", "bpb", "val_loss", "violation_rate"}));
   EXPECT_EQ(file.group("runs").children(), (std::vector<std::string>{"a1", "b2", "c3"}));
   // Copied groups keep their step scales, re-linked inside the merged file.
   EXPECT_EQ(file.dataset("runs/b2/train/val_loss").scale_paths(),

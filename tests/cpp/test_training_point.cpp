@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 #include "sim/data.h"
 #include "sim/operating_point.h"
@@ -176,6 +177,136 @@ TEST(TrainingPoint, AWidthIsSolvedOnUntrainedModelsOnceAndReadBackByTheNextRun) 
   ASSERT_TRUE(settle_training_point(next, ds, second));
   EXPECT_EQ(next.sfcl.hidden, width);
   EXPECT_NEAR(second.metrics["calibrated_reached"], first.metrics["calibrated_reached"], 1e-9);
+}
+
+}  // namespace
+}  // namespace zl
+
+namespace zl {
+namespace {
+
+// Issue 37 item 4: a timed knob measured in rounds gets an interval that
+// holds the crossing the noise hides.
+TEST(TrainingPoint, RoundsOfTimingGiveTheWidthAnIntervalThatHoldsTheTrueCrossing) {
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> noise(0, 0.004);
+  std::vector<double> order;
+  OperatingPoint op;
+  op.metric = "time_share_correction";
+  op.knob = "sfcl.hidden";
+  op.target = 0.117;
+  op.lo = 4;
+  op.hi = 512;
+  const SolvedPoint s = solve_on_grid(
+      op,
+      [&](double h) {
+        order.push_back(h);
+        return h / (h + 1000) + noise(rng);
+      },
+      8, 5);
+  EXPECT_EQ(s.rounds, 5);
+  ASSERT_EQ(s.probes.size(), 8u * 5 + 5);  // every knob 5 times, then the solution 5 times
+  EXPECT_NE(order[0], order[8]);           // each round starts at another knob
+  ASSERT_TRUE(std::isfinite(s.knob_lo));
+  EXPECT_LE(s.knob_lo, 132.5);
+  EXPECT_GE(s.knob_hi, 132.5);
+  EXPECT_LE(s.knob_lo, s.knob);
+  EXPECT_GE(s.knob_hi, s.knob);
+  EXPECT_LT(s.knob_hi - s.knob_lo, 80);
+  // One round: no interval.
+  EXPECT_TRUE(std::isnan(solve_on_grid(op, [](double h) { return h / (h + 1000); }).knob_lo));
+}
+
+TEST(TrainingPoint, AnAnalyticShareIsSolvedToTheNearestIntegerTheSameEveryTime) {
+  OperatingPoint op;
+  op.metric = "flops_share_correction";
+  op.knob = "sfcl.hidden";
+  op.target = 0.117;
+  op.lo = 4;
+  op.hi = 512;
+  op.analytic = true;
+  auto share = [](double h) { return h / (h + 1000); };  // 0.11660 at 132, 0.11739 at 133
+  const SolvedPoint s = solve_integer(op, share);
+  EXPECT_EQ(s.knob, 133);
+  EXPECT_NEAR(s.reached, 133.0 / 1133.0, 1e-12);
+  EXPECT_LE(s.probes.size(), 12u);  // bisection over 4..512
+  EXPECT_EQ(solve_integer(op, share).knob, s.knob);
+  op.target = 0.9;
+  EXPECT_NE(message_of([&] { solve_integer(op, share); }).find("sfcl.hidden cannot bring flops_share_correction to 0.9"),
+            std::string::npos);
+}
+
+RunConfig small_sfcl(const std::string& dir, const std::string& metric) {
+  RunConfig c = sfcl_at_share("sfcl");
+  set_key(c, "calibrate.sfcl.metric", metric, {});
+  c.data.tokenizer = "byte";
+  c.data.documents = 200;
+  c.model.layers = 2;
+  c.model.dim = 32;
+  c.model.heads = 2;
+  c.model.context = 64;
+  c.decode.max_new_tokens = 8;
+  c.output.dir = dir;
+  c.output.verbosity = 0;
+  return c;
+}
+
+void set_value(const std::string& path, int value) {
+  std::ifstream in(path);
+  std::string text, line;
+  while (std::getline(in, line)) text += (line.rfind("value = ", 0) == 0 ? "value = " + std::to_string(value) : line) + "\n";
+  in.close();
+  std::ofstream(path) << text;
+}
+
+// Solved once per study: a second seed (in this process or a second shard's)
+// and a resumed study read the study's solution instead of solving again.
+TEST(TrainingPoint, TheWidthIsSolvedOncePerStudyAndReadBackByOtherSeedsShardsAndResumes) {
+  TempDir dir("zl_tp");
+  RunConfig first = small_sfcl(dir / "out", "flops_share_correction");
+  first.seed = 1;
+  Dataset ds = prepare_data(first);
+  RunRecord r1;
+  ASSERT_TRUE(settle_training_point(first, ds, r1));
+  const std::string shared = study_operating_point_path(first);
+  ASSERT_TRUE(std::filesystem::exists(shared)) << shared;
+  const int solved = static_cast<int>(first.sfcl.hidden);
+  // The analytic share of that width is the run's flops_share_correction.
+  EXPECT_NEAR(r1.metrics["calibrated_reached"], 0.117, 0.005);
+
+  // Marked, so that reading it back shows: another seed (and training
+  // schedule) gets the study's file, not a solution of its own.
+  set_value(shared, solved + 7);
+  RunConfig second = small_sfcl(dir / "out", "flops_share_correction");
+  second.seed = 2;
+  second.train.steps = 999;
+  EXPECT_EQ(study_operating_point_path(second), shared);
+  RunRecord r2;
+  ASSERT_TRUE(settle_training_point(second, ds, r2));
+  EXPECT_EQ(second.sfcl.hidden, solved + 7);
+  // A resumed run of seed 1 keeps what its checkpoint was trained at.
+  RunConfig again = small_sfcl(dir / "out", "flops_share_correction");
+  again.seed = 1;
+  ASSERT_TRUE(settle_training_point(again, ds, r1));
+  EXPECT_EQ(again.sfcl.hidden, solved);
+
+  // A timed target is read back the same way: with no data there is nothing
+  // it could time, so a width here can only have come from the study's file.
+  RunConfig timed = small_sfcl(dir / "timed", "time_share_correction");
+  timed.seed = 3;
+  std::filesystem::create_directories(std::filesystem::path(study_operating_point_path(timed)).parent_path());
+  std::ofstream(study_operating_point_path(timed))
+      << "metric = time_share_correction\ntarget = 0.117\nknob = sfcl.hidden\nvalue = 141\nreached = 0.118\nrounds = 3\n"
+         "interval = 120 150\nprobes = 4 0.01 512 0.3 141 0.118\n";
+  RunRecord r3;
+  ASSERT_TRUE(settle_training_point(timed, Dataset{}, r3));
+  EXPECT_EQ(timed.sfcl.hidden, 141);
+  EXPECT_EQ(r3.metrics["calibrated_knob_lo"], 120);
+  EXPECT_EQ(r3.metrics["calibrated_knob_hi"], 150);
+  // A different model shape is another study point.
+  RunConfig wider = timed;
+  wider.model.dim = 64;
+  EXPECT_NE(study_operating_point_path(wider), study_operating_point_path(timed));
 }
 
 }  // namespace
