@@ -14,6 +14,14 @@ operating point (/claims_sensitivity). Reads what `zerolayer claims RESULTS
 --short keeps the columns a reader needs first (claim, measured value with
 its interval, claimed region, verdict, Holm verdict): the table at the top of
 the README.
+
+--against OLD compares two results files of one study row by row (two days,
+two machines, two commits): each claim's value, interval and verdicts in
+both, and whether the verdict or the Holm verdict moved; a row in one file
+only is listed with "-" on the other side. The last line counts the rows
+whose verdicts agree.
+
+    /usr/bin/python3 python/claims_table.py results/claims/results.h5 --against old/results.h5
 """
 import argparse
 import os
@@ -60,6 +68,37 @@ def claims_rows(claims, apart, short=False):
     return out
 
 
+def compare_rows(old, new):
+    """One line per claim of either file: both readings and whether the verdicts moved."""
+    out = ["| claim | before [95% CI] | verdict, Holm | now [95% CI] | verdict, Holm | moved |",
+           "| --- | --- | --- | --- | --- | --- |"]
+    old_rows = {r["id"]: r for _, r in old.iterrows()}
+    new_rows = {r["id"]: r for _, r in new.iterrows()}
+    ids = list(new_rows) + [i for i in old_rows if i not in new_rows]
+    agree = both = 0
+
+    def reading(r):
+        if r is None:
+            return "-", "-"
+        return (f"{number(r['value'])} {interval(r['ci_lo'], r['ci_hi'])}".strip(),
+                f"{r['verdict']}, {text(r, 'verdict_holm') or '-'}")
+
+    for cid in ids:
+        o, n = old_rows.get(cid), new_rows.get(cid)
+        (ov, overdict), (nv, nverdict) = reading(o), reading(n)
+        if o is None or n is None:
+            moved = "only now" if o is None else "only before"
+        else:
+            both += 1
+            changes = [what for what, col in (("verdict", "verdict"), ("Holm", "verdict_holm"))
+                       if text(o, col) != text(n, col)]
+            agree += not changes
+            moved = ", ".join(changes) if changes else ""
+        out.append(f"| {cid} | {ov} | {overdict} | {nv} | {nverdict} | {moved} |")
+    out.append(f"\n{agree} of the {both} rows in both files keep both verdicts.")
+    return out
+
+
 def sensitivity_rows(table):
     out = ["| claim | claimed | " + " | ".join(f"{s:g}" for s in sorted(set(table["setting"]))) + " | along the curve |",
            "| --- | --- | " + " | ".join("---" for _ in set(table["setting"])) + " | --- |"]
@@ -85,7 +124,15 @@ def main():
     parser.add_argument("--sensitivity", action="store_true", help="the /claims_sensitivity table only")
     parser.add_argument("--short", action="store_true",
                         help="claim, measured [95%% CI], claimed, verdict and Holm verdict only")
+    parser.add_argument("--against", metavar="OLD", help="compare row by row with another results file of the study")
     args = parser.parse_args()
+    if args.against:
+        old, new = load_claims(args.against), load_claims(args.results)
+        for path, table in ((args.against, old), (args.results, new)):
+            if not len(table):
+                sys.exit(f"{path}: no /claims (run `zerolayer claims {path}`)")
+        print("\n".join(compare_rows(old, new)))
+        return
     if args.sensitivity:
         table = load_claim_sensitivity(args.results)
         if not len(table):

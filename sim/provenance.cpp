@@ -10,21 +10,9 @@
 #include <ctime>
 #include <fstream>
 
+#include "sim/util/shell.h"
+
 namespace zl {
-namespace {
-
-std::string shell(const std::string& cmd) {
-  std::string out;
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    std::array<char, 256> buf;
-    while (fgets(buf.data(), buf.size(), p)) out += buf.data();
-    pclose(p);
-  }
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  return out;
-}
-
-}  // namespace
 
 std::string utc_now() {
   std::time_t t = std::time(nullptr);
@@ -44,9 +32,9 @@ std::string cpu_model() {
 Provenance collect_provenance(const std::string& command_line, int64_t threads) {
   Provenance p;
   const std::string src = ZL_SOURCE_DIR;
-  p.git_commit = shell("git -C '" + src + "' rev-parse HEAD 2>/dev/null");
+  p.git_commit = shell_output("git -C '" + src + "' rev-parse HEAD 2>/dev/null");
   if (p.git_commit.empty()) p.git_commit = "unknown";
-  p.git_dirty = !shell("git -C '" + src + "' status --porcelain --untracked-files=no 2>/dev/null").empty();
+  p.git_dirty = !shell_output("git -C '" + src + "' status --porcelain --untracked-files=no 2>/dev/null").empty();
   p.command_line = command_line;
   p.created_utc = utc_now();
   p.torch_version = TORCH_VERSION;
@@ -55,7 +43,7 @@ Provenance collect_provenance(const std::string& command_line, int64_t threads) 
   p.hdf5_version = std::to_string(maj) + "." + std::to_string(min) + "." + std::to_string(rel);
   p.cuda_version = torch::cuda::is_available() ? "available" : "none";
   p.cpu_model = cpu_model();
-  p.gpu_model = torch::cuda::is_available() ? shell("nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1")
+  p.gpu_model = torch::cuda::is_available() ? shell_output("nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1")
                                             : "none";
   char host[256] = {0};
   gethostname(host, sizeof host - 1);

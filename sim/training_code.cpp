@@ -1,32 +1,15 @@
 #include "sim/training_code.h"
 
-#include <array>
-#include <cstdio>
+#include "sim/util/shell.h"
 
 namespace zl {
-namespace {
-
-std::string first_line_of(const std::string& cmd) {
-  std::string out;
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    std::array<char, 256> buf;
-    if (fgets(buf.data(), buf.size(), p)) out = buf.data();
-    while (fgets(buf.data(), buf.size(), p)) {
-    }
-    pclose(p);
-  }
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  return out;
-}
-
-}  // namespace
 
 const TrainingCode& current_training_code() {
   static const TrainingCode code = [] {
     const std::string git = std::string("git -C '") + ZL_SOURCE_DIR + "' ";
-    std::string commit = first_line_of(git + "rev-parse HEAD 2>/dev/null");
+    std::string commit = shell_output(git + "rev-parse HEAD 2>/dev/null");
     if (commit.empty()) commit = "unknown";
-    else if (!first_line_of(git + "status --porcelain --untracked-files=no 2>/dev/null").empty()) commit += "+dirty";
+    else if (!shell_output(git + "status --porcelain --untracked-files=no 2>/dev/null").empty()) commit += "+dirty";
     return TrainingCode{commit, training_code_fingerprint()};
   }();
   return code;

@@ -191,12 +191,7 @@ TEST(TrainingPoint, RoundsOfTimingGiveTheWidthAnIntervalThatHoldsTheTrueCrossing
   std::mt19937_64 rng(5);
   std::normal_distribution<double> noise(0, 0.004);
   std::vector<double> order;
-  OperatingPoint op;
-  op.metric = "time_share_correction";
-  op.knob = "sfcl.hidden";
-  op.target = 0.117;
-  op.lo = 4;
-  op.hi = 512;
+  const OperatingPoint op = width_for_share(0.117);
   const SolvedPoint s = solve_on_grid(
       op,
       [&](double h) {
@@ -218,12 +213,8 @@ TEST(TrainingPoint, RoundsOfTimingGiveTheWidthAnIntervalThatHoldsTheTrueCrossing
 }
 
 TEST(TrainingPoint, AnAnalyticShareIsSolvedToTheNearestIntegerTheSameEveryTime) {
-  OperatingPoint op;
+  OperatingPoint op = width_for_share(0.117);
   op.metric = "flops_share_correction";
-  op.knob = "sfcl.hidden";
-  op.target = 0.117;
-  op.lo = 4;
-  op.hi = 512;
   op.analytic = true;
   auto share = [](double h) { return h / (h + 1000); };  // 0.11660 at 132, 0.11739 at 133
   const SolvedPoint s = solve_integer(op, share);

@@ -148,3 +148,26 @@ def test_generate_names_a_bad_flag_or_prompt(zl, smoke_results):
     assert proc.returncode == 2 and b"--prompt: not valid UTF-8 (byte 3 of 8)" in proc.stderr, proc.stderr
     ok = zl("generate", ckpt, "--prompt", "The party", "--max-new-tokens", "4")
     assert ok.stdout.startswith("The party")
+
+
+def test_two_results_files_of_a_study_are_compared_row_by_row(zl, tmpdir_zl):
+    """claims_table.py --against: a verdict that moves between two runs of a study is marked, the rest agree."""
+    files = {}
+    for name, gain in (("before", 1.37), ("after", 1.05)):
+        path = os.path.join(tmpdir_zl, f"{name}.h5")
+        rows = []
+        for seed in (1, 2, 3, 4):
+            rows.append((f"sfcl{seed}", "sfcl", seed, 100.0 * seed, 0.30))
+            rows.append((f"oet{seed}", "oet", seed, gain * 100.0 * seed, 0.28))
+        write_results(path, rows)
+        zl("claims", path)
+        files[name] = path
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "python", "claims_table.py"), files["after"],
+                          "--against", files["before"]], capture_output=True, text=True, check=True).stdout
+    line = next(l for l in out.splitlines() if l.startswith("| S000-throughput |"))
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[2].startswith("supported") and cells[4].startswith("refuted") and "verdict" in cells[5], line
+    quality = next(l for l in out.splitlines() if l.startswith("| S000-quality |"))
+    assert quality.rstrip().endswith("|  |"), quality  # the same runs' quality: nothing moved
+    both = len(load_claims(files["after"]))
+    assert f"of the {both} rows in both files keep both verdicts." in out

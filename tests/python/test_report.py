@@ -84,7 +84,11 @@ def claims_frames(ladder):
                 boot_hi=value + 0.01, bca_lo=np.nan, bca_hi=np.nan, p_support=0.01, p_refute=0.9, verdict_holm=holm,
                 seeds_needed=0, known_method="h2o" if kind == "known" else "",
                 projection="H100-SXM" if kind == "projected" else "", of_claim=of_claim, by_construction=built,
-                operating_point="", size=size, params=params))
+                operating_point="", size=size, params=params,
+                # C-one's runs came from two commits; C-two states a competence floor its control cleared.
+                requires="violation_rate <= 0.5" if cid == "C-two" else "",
+                competence=0.3 if cid == "C-two" else np.nan, commits=np.int64(2 if cid == "C-one" else 1),
+                commit_list="aaaaaaa1,bbbbbbb2" if cid == "C-one" else "aaaaaaa1"))
             seeds += [dict(id=cid, seed=s + 1, value=v, size=size, params=params) for s, v in enumerate(per_seed)]
     return pd.DataFrame(rows), pd.DataFrame(seeds)
 
@@ -203,6 +207,8 @@ def test_report_of_a_file_with_every_table(tmp_path):
     assert "6 complete, 0 failed" in page and "ablations/handmade.ini" in page
     assert "0123456789abcdef" in page and "testhost" in page
     assert "2 min 30 s" in page  # the runs' time span
+    assert "2 (mixed: aaaaaaa1,bbbbbbb2)" in page  # a row mixing two commits is flagged
+    assert "violation_rate &lt;= 0.5 (reached 0.3)" in page  # the floor and what the control reached
 
 
 def test_report_of_a_file_with_some_tables(tmp_path):
