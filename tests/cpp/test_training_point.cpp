@@ -41,6 +41,22 @@ RunConfig sfcl_at_share(const std::string& variant = "sfcl") {
   return c;
 }
 
+// A model small enough that a timed grid over its widths takes seconds.
+RunConfig small_sfcl(const std::string& dir, const std::string& metric) {
+  RunConfig c = sfcl_at_share("sfcl");
+  set_key(c, "calibrate.sfcl.metric", metric, {});
+  c.data.tokenizer = "byte";
+  c.data.documents = 200;
+  c.model.layers = 2;
+  c.model.dim = 32;
+  c.model.heads = 2;
+  c.model.context = 64;
+  c.decode.max_new_tokens = 8;
+  c.output.dir = dir;
+  c.output.verbosity = 0;
+  return c;
+}
+
 TEST(TrainingPoint, TheGridSolvesAnIntegerKnobForASmoothShare) {
   // A module of width h beside a step of 1000 units: share h / (h + 1000) = 0.117 at h = 132.5.
   int calls = 0;
@@ -145,21 +161,12 @@ TEST(TrainingPoint, ARunReadsTheWidthWrittenBesideItsCheckpointAndNamesAFileForA
 
 TEST(TrainingPoint, AWidthIsSolvedOnUntrainedModelsOnceAndReadBackByTheNextRun) {
   TempDir dir("zl_tp");
-  RunConfig c = sfcl_at_share("sfcl");
+  RunConfig c = small_sfcl(dir / "out", "time_share_correction");
   set_key(c, "calibrate.sfcl.target", "0.2", {});
   set_key(c, "calibrate.sfcl.range", "2, 2048", {});
   set_key(c, "calibrate.prompts", "8", {});
-  c.data.tokenizer = "byte";
-  c.data.documents = 200;
-  c.model.layers = 2;
-  c.model.dim = 32;
-  c.model.heads = 2;
-  c.model.context = 64;
   c.decode.prompts = 8;
-  c.decode.max_new_tokens = 8;
   c.decode.batch = 4;
-  c.output.dir = dir / "out";
-  c.output.verbosity = 0;
   Dataset ds = prepare_data(c);
   RunRecord first;
   ASSERT_TRUE(settle_training_point(c, ds, first));
@@ -227,20 +234,6 @@ TEST(TrainingPoint, AnAnalyticShareIsSolvedToTheNearestIntegerTheSameEveryTime) 
             std::string::npos);
 }
 
-RunConfig small_sfcl(const std::string& dir, const std::string& metric) {
-  RunConfig c = sfcl_at_share("sfcl");
-  set_key(c, "calibrate.sfcl.metric", metric, {});
-  c.data.tokenizer = "byte";
-  c.data.documents = 200;
-  c.model.layers = 2;
-  c.model.dim = 32;
-  c.model.heads = 2;
-  c.model.context = 64;
-  c.decode.max_new_tokens = 8;
-  c.output.dir = dir;
-  c.output.verbosity = 0;
-  return c;
-}
 
 void set_value(const std::string& path, int value) {
   std::ifstream in(path);
