@@ -8,6 +8,7 @@
 
 #include "sim/config.h"
 #include "sim/util/format.h"
+#include "sim/util/sample.h"
 
 namespace zl {
 namespace {
@@ -220,12 +221,6 @@ double grid_crossing(const OperatingPoint& op, const std::vector<double>& knob, 
   return std::clamp(std::round(solved), op.lo, op.hi);
 }
 
-double mean_of(const std::vector<double>& v) {
-  double sum = 0;
-  for (double x : v) sum += x;
-  return sum / static_cast<double>(v.size());
-}
-
 }  // namespace
 
 SolvedPoint solve_on_grid(const OperatingPoint& op, const std::function<double(double)>& measure, int points,
@@ -268,9 +263,8 @@ SolvedPoint solve_on_grid(const OperatingPoint& op, const std::function<double(d
     }
     if (!solutions.empty()) {
       std::sort(solutions.begin(), solutions.end());
-      auto at = [&](double q) { return solutions[static_cast<size_t>(std::floor(q * (solutions.size() - 1) + 0.5))]; };
-      s.knob_lo = at(0.025);
-      s.knob_hi = at(0.975);
+      s.knob_lo = quantile_sorted(solutions, 0.025);
+      s.knob_hi = quantile_sorted(solutions, 0.975);
     }
   }
   std::vector<double> there;

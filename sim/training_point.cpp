@@ -12,6 +12,7 @@
 #include "datasets/atomic_file.h"
 #include "models/factory.h"
 #include "sim/checkpoint.h"
+#include "sim/cost.h"
 #include "sim/decoder.h"
 #include "sim/model_options.h"
 #include "sim/operating_point.h"
@@ -57,7 +58,7 @@ double measure_untrained(const OperatingPoint& op, const RunConfig& cfg, const D
   set_operating_knob(c, op, knob);
   if (op.metric == "flops_share_correction") {
     const ModelConfig mc = model_config(c, ds.tokenizer->vocab_size());
-    return correction_flops_share(mc, std::min<int64_t>(mc.context, mc.context - c.decode.max_new_tokens / 2));
+    return correction_flops_share(mc, mean_decode_context(mc.context, c.decode.max_new_tokens));
   }
   torch::manual_seed(static_cast<uint64_t>(c.seed));
   Transformer model = make_model(trained_family(c), model_config(c, ds.tokenizer->vocab_size()));

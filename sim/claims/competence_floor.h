@@ -40,7 +40,7 @@ struct FloorReading {
 FloorReading read_floor(const CompetenceFloor& floor, const RunsBySeed& runs, const std::string& side);
 
 // "untestable at this competence: the control's violation_rate is 0.83 (seeds 1: 0.80, 2: 0.85, 3: 0.84),
-// above the floor violation_rate <= 0.5".
+// outside the floor violation_rate <= 0.5" (or "competent: ... within the floor ...").
 std::string floor_note(const CompetenceFloor& floor, const FloorReading& reading);
 
 }  // namespace zl

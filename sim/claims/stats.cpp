@@ -9,6 +9,8 @@
 #include <random>
 #include <stdexcept>
 
+#include "sim/util/sample.h"
+
 namespace zl {
 namespace {
 
@@ -19,14 +21,6 @@ std::vector<double> finite(const std::vector<double>& raw) {
   for (double x : raw)
     if (std::isfinite(x)) v.push_back(x);
   return v;
-}
-
-double mean_of(const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0) / v.size(); }
-
-// The q-quantile of sorted values, as the order statistic at floor(q·B).
-double quantile_sorted(const std::vector<double>& s, double q) {
-  const double at = std::clamp(q, 0.0, 1.0) * s.size();
-  return s[std::min<size_t>(s.size() - 1, static_cast<size_t>(at))];
 }
 
 }  // namespace

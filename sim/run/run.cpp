@@ -141,7 +141,7 @@ RunRecord execute_run(const RunConfig& cfg) {
   m["distinct_2"] = distinct_n(quality.continuations, 2);
 
   // Analytic cost, at the mean context a decoded token attends over.
-  const int64_t mean_context = std::min<int64_t>(mc.context, mc.context - cfg.decode.max_new_tokens / 2);
+  const int64_t mean_context = mean_decode_context(mc.context, cfg.decode.max_new_tokens);
   auto flops = flops_per_token(mc, mean_context);
   run->stage->add_flops(ctx, mean_context, flops);
   m["flops_per_token"] = total_flops(flops);

@@ -32,7 +32,7 @@ SchedulerOptions projected_scheduler(int64_t blocks, int64_t held_cap) {
 VariantScaling scaling_of(OpenRun& run, double kv_bytes_per_token, const EvictionOptions& eviction,
                           const RunRecord& r) {
   const ModelConfig& mc = run.model->cfg;
-  const int64_t context = std::min<int64_t>(mc.context, mc.context - run.cfg.decode.max_new_tokens / 2);
+  const int64_t context = mean_decode_context(mc.context, run.cfg.decode.max_new_tokens);
   auto flops = flops_per_token(mc, context);
   const double base = total_flops(flops);
   run.stage->add_flops(*run.ctx, context, flops);

@@ -114,10 +114,8 @@ double correction_flops_share(const ModelConfig& mc, int64_t mean_context) {
 void SfclStage::finish(const StageContext& ctx, const Prompts& prompts, const DecodeOutput& quality, RunRecord& r) {
   auto& m = r.metrics;
   const auto& mc = ctx.model->cfg;
-  const double module_flops = mc.layers * CorrectionImpl::flops(mc.dim, mc.correction_hidden);
-  // The share the module has (or would have) in a decoded token's FLOPs.
-  const double total = m["flops_per_token"] - m["flops_correction"] + module_flops;
-  m["flops_share_correction"] = module_flops / total;
+  // The share the module has (or would have) in a decoded token's FLOPs: what the width is solved for.
+  m["flops_share_correction"] = correction_flops_share(mc, mean_decode_context(mc.context, ctx.cfg.decode.max_new_tokens));
 
   // On the step the decode used.
   const auto [with, without] = correction_step_ms(ctx.model, prompts.tokens, quality.continuations, ctx.cfg.decode.batch,
