@@ -222,6 +222,10 @@ std::vector<KeySpec> build_registry() {
                       one_of({"fp32", "bf16"})));
   k.push_back(int_key("train.eval_every", &R::train, &TrainConfig::eval_every, T, "validation period (steps)", at_least(1)));
   k.push_back(int_key("train.eval_batches", &R::train, &TrainConfig::eval_batches, T, "batches per validation", at_least(1)));
+  k.push_back(float_key("train.branch", &R::train, &TrainConfig::branch, T,
+                        "share of train.steps a model of another family than the baseline's trains after branching "
+                        "from the baseline's checkpoint (uptraining, sim/branch.h); 0 = from scratch",
+                        in_range(0, 0.95)));
   k.push_back(int_key("train.checkpoint_every", &R::train, &TrainConfig::checkpoint_every, O, "checkpoint period (steps)",
                       at_least(1)));
   k.push_back(bool_key("train.memory_check", &R::train, &TrainConfig::memory_check, O,
@@ -289,7 +293,7 @@ std::vector<KeySpec> build_registry() {
                       "contrastive search: candidates per step (Su et al. 2022: 8)", at_least(1)));
   k.push_back(float_key("contrastive.alpha", &R::contrastive, &ContrastiveConfig::alpha, E,
                         "contrastive search: degeneration penalty weight (Su et al. 2022: 0.6; 0 = greedy)",
-                        in_range(0, 1)));
+                        in_range(0, 0.95)));
 
   k.push_back(int_key("streaming.sinks", &R::streaming, &StreamingConfig::sinks, E,
                       "streaming: first tokens always kept, the attention sinks (Xiao et al. 2024: 4; 0 = window attention)",
@@ -790,6 +794,9 @@ std::string canonical(const RunConfig& cfg, bool training_only) {
       continue;
     }
     if (solved && k.name == solved->knob) continue;  // an outcome of the target above, not a setting
+    // From scratch (0) a run keeps the identity it had before branching
+    // existed; the baseline's own model is the same whatever the share.
+    if (k.name == "train.branch" && (cfg.train.branch == 0 || trained_family(cfg) == "baseline")) continue;
     std::string value = (training_only && k.name == "variant") ? trained_family(cfg) : k.get(cfg);
     text += k.name + "=" + value + "\n";
   }

@@ -43,6 +43,11 @@ struct TrainConfig {
   int64_t eval_every = 100;             // validation period in steps (and at the end)
   int64_t eval_batches = 8;             // batches per validation
   int64_t checkpoint_every = 100;       // checkpoint period in steps (and at the end)
+  // Uptraining (sim/branch.h): a model of another family than the baseline's
+  // (sfcl, fused) trains its last `branch` share of train.steps from the
+  // baseline's checkpoint at step steps·(1 − branch), with the baseline's
+  // optimizer moments, schedule and batches; 0 trains it from scratch.
+  double branch = 0;
   // The memory check (sim/memory_estimate.h): before anything is allocated,
   // a run whose estimated peak exceeds what this machine has available is
   // refused, naming the keys that drive the figure. Output keys, as threads:
@@ -207,14 +212,14 @@ struct LatentConfig {
   int64_t svd_calib_windows = 256;      // svd: training windows (model.context tokens) for the Gram (Palu: 256)
 };
 
-// The independent judge (docs/design.md#metrics-and-cost's reference model, issue 17 §7): a larger
-// language model trained longer on the same corpus and tokenizer, once per
+// The independent judge (docs/design.md#metrics-and-cost's reference model, issue 17 §7): a
+// language model at least the study model's size trained longer on the same corpus and tokenizer, once per
 // study (keyed like a checkpoint), that scores judge_nll for every run and
 // decides whether an sfvl re-sample is equivalent. Off: no judge_nll, and
 // the re-sampling equivalence is only self-judged (resample_equiv_rate_self).
 struct JudgeConfig {
   bool enabled = false;
-  int64_t layers = 6;                   // at least 4x the study model's parameters (checked)
+  int64_t layers = 6;                   // at least the study model's parameters (checked)
   int64_t heads = 8;
   int64_t dim = 256;
   int64_t steps = 1200;                 // optimizer steps at train.batch sequences

@@ -2,45 +2,19 @@
 
 #include <algorithm>
 #include <cmath>
-#include <mutex>
 #include <stdexcept>
-
-#include <ATen/CPUGeneratorImpl.h>
 
 #include "models/factory.h"
 #include "sim/model_options.h"
+#include "sim/rng_scope.h"
 #include "sim/trainer.h"
 
 namespace zl {
-namespace {
-
-// Building and training the judge draws from LibTorch's global generator;
-// the run's own draws (its model's initialisation, its verifier) must not
-// depend on whether this run trained the judge, loaded it, or has none.
-class GlobalRngScope {
- public:
-  GlobalRngScope() : gen_(at::detail::getDefaultCPUGenerator()) {
-    std::lock_guard<std::mutex> lock(gen_.mutex());
-    state_ = gen_.get_state();
-  }
-  ~GlobalRngScope() {
-    std::lock_guard<std::mutex> lock(gen_.mutex());
-    gen_.set_state(state_);
-  }
-  GlobalRngScope(const GlobalRngScope&) = delete;
-  GlobalRngScope& operator=(const GlobalRngScope&) = delete;
-
- private:
-  at::Generator gen_;
-  at::Tensor state_;
-};
-
-}  // namespace
 
 RunConfig judge_config(const RunConfig& cfg) {
   RunConfig j = cfg;
   j.variant = "baseline";
-  j.seed = 1;  // one judge per corpus and tokenizer, whatever the run's seed
+  j.seed = kJudgeSeed;  // one judge per corpus and tokenizer, whatever the run's seed
   j.model.layers = cfg.judge.layers;
   j.model.heads = cfg.judge.heads;
   j.model.dim = cfg.judge.dim;
@@ -48,20 +22,24 @@ RunConfig judge_config(const RunConfig& cfg) {
   j.train.lr = cfg.judge.lr;
   j.train.warmup = std::max<int64_t>(1, cfg.judge.steps / 10);
   j.train.precision = cfg.judge.precision;
+  j.train.branch = 0;  // independent: trained from scratch, never from a baseline's trunk
   j.train.eval_every = std::max<int64_t>(1, cfg.judge.steps / 4);
   j.train.checkpoint_every = j.train.eval_every;
   return j;
 }
 
-void check_judge_size(const RunConfig& cfg, int64_t vocab, int64_t model_params) {
+void check_judge_size(const RunConfig& cfg, int64_t vocab) {
   GlobalRngScope keep;
   torch::NoGradGuard no_grad;
   const RunConfig j = judge_config(cfg);
+  RunConfig lm = cfg;
+  lm.variant = "baseline";  // the language model judged, without the variant's module
   const int64_t params = make_model(trained_family(j), model_config(j, vocab))->parameter_count();
+  const int64_t model_params = make_model("baseline", model_config(lm, vocab))->parameter_count();
   if (params < kJudgeMinRatio * model_params)
     throw ConfigError("judge.dim, judge.layers: the judge would have " + std::to_string(params) +
-                      " parameters, fewer than " + std::to_string(static_cast<int>(kJudgeMinRatio)) +
-                      "x the model's " + std::to_string(model_params) + "; make it wider or deeper");
+                      " parameters, fewer than the model's " + std::to_string(model_params) +
+                      "; make it wider or deeper (a judge is at least the model's size and trained longer)");
 }
 
 Judge load_or_train_judge(const RunConfig& cfg, const Dataset& data, const torch::Device& device) {

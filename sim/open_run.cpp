@@ -74,7 +74,7 @@ std::unique_ptr<OpenRun> open_run(const RunConfig& cfg, RunRecord& r, bool with_
   torch::manual_seed(static_cast<uint64_t>(cfg.seed));
   run->stage = make_variant_stage(cfg);  // an unknown variant fails before training
   run->model = make_model(run->id.family, mc);
-  if (with_judge && cfg.judge.enabled) check_judge_size(cfg, mc.vocab, run->model->parameter_count());
+  if (with_judge && cfg.judge.enabled) check_judge_size(cfg, mc.vocab);
   TrainOutcome trained = train_model(run->cfg, run->id, run->model, ds, device);
   for (const auto& [name, curve] : trained.state.curves) r.curves[name] = curve;
   r.train_commit = trained.state.code.commit;

@@ -4,7 +4,9 @@
 #include <cstdio>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 
+#include "sim/branch.h"
 #include "sim/runtime.h"
 #include "sim/util/progress.h"
 #include "sim/util/stop.h"
@@ -43,8 +45,6 @@ double evaluate_loss(Transformer& model, const BatchSampler& val, int64_t batche
   return total / batches;
 }
 
-namespace {
-
 // AdamW with decoupled weight decay on matrices only (embeddings and linear
 // weights); norms and biases are not decayed, as in GPT-2 and nanoGPT.
 torch::optim::AdamW make_optimizer(Transformer& model, const TrainConfig& t) {
@@ -59,6 +59,8 @@ torch::optim::AdamW make_optimizer(Transformer& model, const TrainConfig& t) {
   groups.emplace_back(no_decay, opts(0.0));
   return torch::optim::AdamW(groups, torch::optim::AdamWOptions(t.lr));
 }
+
+namespace {
 
 void set_lr(torch::optim::AdamW& opt, double lr) {
   for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
@@ -78,6 +80,7 @@ TrainOutcome train_model(const RunConfig& cfg, const RunIdentity& id, Transforme
   TrainOutcome out;
   const TrainingCode& ours = current_training_code();
   out.state.code = ours;
+  bool resumed = false;
   if (ckpt.exists()) {
     try {
       out.state = ckpt.load(&model, &optim, id.family);  // another family's checkpoint is refused
@@ -85,11 +88,14 @@ TrainOutcome train_model(const RunConfig& cfg, const RunIdentity& id, Transforme
       // Trained further by this code, it is neither the old code's model nor ours: it says both.
       if (!out.state.complete && out.state.code.fingerprint != ours.fingerprint)
         out.state.code = {out.state.code.commit + "," + ours.commit, out.state.code.fingerprint + "," + ours.fingerprint};
+      resumed = true;
     } catch (const DamagedCheckpoint& e) {
       ckpt.set_aside(e.what());  // nothing was loaded: train from the model's initial weights
-      out.state = CheckpointState{};
-      out.state.code = ours;
     }
+  }
+  if (!resumed && trains_as_branch(cfg)) {
+    out.state = start_from_branch(cfg, model, optim, data, device);
+    out.state.code = ours;
   }
   model->to(device);
 
@@ -97,6 +103,11 @@ TrainOutcome train_model(const RunConfig& cfg, const RunIdentity& id, Transforme
   BatchSampler val(data.val.tokens, t.batch, cfg.model.context, static_cast<uint64_t>(cfg.seed));
   const std::string tokenizer_model = data.tokenizer->model_path();
   auto save = [&]() { ckpt.save(out.state, model, &optim, to_ini(cfg), tokenizer_model); };
+  // The baseline keeps its checkpoint at the branch point for the branches
+  // of its seed (sim/branch.h); a side model (judge, draft) sets no share.
+  const int64_t branch_at = id.family == "baseline" ? branch_step(t) : -1;
+  std::optional<CheckpointDir> branch_point;
+  if (branch_at >= 0) branch_point.emplace(branch_point_dir(cfg));
 
   out.reused = out.state.complete;
   Progress progress("train " + id.train_id, t.steps, cfg.output.verbosity > 0);
@@ -104,6 +115,7 @@ TrainOutcome train_model(const RunConfig& cfg, const RunIdentity& id, Transforme
   while (!out.state.complete) {
     CheckpointState& s = out.state;
     const int64_t step = s.step;
+    if (step == branch_at && !branch_point->exists()) branch_point->save(s, model, &optim, to_ini(cfg), tokenizer_model);
     const double lr = learning_rate(t, step);
     set_lr(optim, lr);
 

@@ -43,6 +43,10 @@ struct TrainOutcome {
 
 double learning_rate(const TrainConfig& t, int64_t step);
 
+// AdamW with decoupled weight decay on matrices only (embeddings and linear
+// weights); norms and biases are not decayed, as in GPT-2 and nanoGPT.
+torch::optim::AdamW make_optimizer(Transformer& model, const TrainConfig& t);
+
 // Mean validation loss over the fixed validation windows.
 double evaluate_loss(Transformer& model, const BatchSampler& val, int64_t batches, const torch::Device& device,
                      bool bf16);

@@ -13,6 +13,7 @@ RunConfig draft_config(const RunConfig& cfg, int64_t vocab, int64_t target_param
   RunConfig d = cfg;
   d.variant = "baseline";
   d.model.layers = 1;
+  d.train.branch = 0;  // a side model: it keeps no branch point
   int64_t best = 8;
   double best_gap = INFINITY;
   for (int64_t dim = 8; dim <= cfg.model.dim; dim += 8) {
