@@ -244,9 +244,11 @@ Measurement measure(const ClaimSpec& s, const ClaimsInput& input) {
   for (const auto* side : {&treatment, &control})
     for (const auto& [seed, runs] : *side) out.runs.insert(out.runs.end(), runs.begin(), runs.end());
   if (!s.requires_floor.empty()) {
-    out.floor = parse_floor(s.requires_floor);
-    const bool on_control = out.floor->on == "control" || (out.floor->on.empty() && !s.control.empty());
-    out.competence = read_floor(*out.floor, on_control ? control : treatment, on_control ? "control" : "treatment");
+    out.floors = parse_floors(s.requires_floor);
+    for (const CompetenceFloor& floor : out.floors) {
+      const bool on_control = floor.on == "control" || (floor.on.empty() && !s.control.empty());
+      out.competence.push_back(read_floor(floor, on_control ? control : treatment, on_control ? "control" : "treatment"));
+    }
   }
   std::unique_ptr<MetricExpression> metric;
   if (!s.metric.empty()) metric = std::make_unique<MetricExpression>(s.metric);

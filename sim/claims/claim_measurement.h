@@ -27,9 +27,9 @@ struct Measurement {
   std::string problem;     // a reason no value could be formed ("missing: ..." or "ambiguous: ...")
   std::string note;        // said beside the value (treatment seeds without a control run)
   std::string unmeasured;  // the first metric name a run lacked: the reason when no value came
-  // The claim's competence floor (ClaimSpec::requires_floor) read on its side's runs.
-  std::optional<CompetenceFloor> floor;
-  FloorReading competence;
+  // The claim's competence floors (ClaimSpec::requires_floor), each read on its side's runs.
+  std::vector<CompetenceFloor> floors;
+  std::vector<FloorReading> competence;
 };
 
 // What a comparison kind measures from: the claim and its selected runs.

@@ -65,9 +65,9 @@ void finish_spec(ClaimSpec& s, const std::map<std::string, std::string>& kv, con
   s.requires_floor = get("requires");
   if (!s.requires_floor.empty()) {
     try {
-      const CompetenceFloor floor = parse_floor(s.requires_floor);
-      if (floor.on == "control" && s.control.empty() && !kind->needs_control)
-        throw std::invalid_argument("'on control', but the claim has no control");
+      for (const CompetenceFloor& floor : parse_floors(s.requires_floor))
+        if (floor.on == "control" && s.control.empty() && !kind->needs_control)
+          throw std::invalid_argument("'" + floor.text + "': 'on control', but the claim has no control");
     } catch (const std::exception& e) {
       throw std::runtime_error(where + ": claim " + s.id + ": requires: " + e.what());
     }

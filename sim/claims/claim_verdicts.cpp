@@ -67,12 +67,15 @@ void judge_row(ClaimResult& r, const Measurement& m, const ClaimsOptions& opt, c
   }
   // Below its competence floor the row is not judged: the difference of two
   // models that fail the task is not the claim's (docs/design.md#competence).
-  if (m.floor && m.problem.empty()) {
-    r.competence = m.competence.measured ? m.competence.value : NAN;
-    if (!m.competence.met) {
-      r.note = floor_note(*m.floor, m.competence) + "; would be " + r.verdict + (r.note.empty() ? "" : "; " + r.note);
+  // Every floor must hold; the first is the one the table's competence column shows.
+  if (!m.floors.empty() && m.problem.empty()) {
+    r.competence = m.competence.front().measured ? m.competence.front().value : NAN;
+    for (size_t i = 0; i < m.floors.size(); ++i) {
+      if (m.competence[i].met) continue;
+      r.note = floor_note(m.floors[i], m.competence[i]) + "; would be " + r.verdict + (r.note.empty() ? "" : "; " + r.note);
       r.verdict = "untestable";
       r.seeds_needed = 0;
+      break;
     }
   }
   if (!s.untestable.empty()) {

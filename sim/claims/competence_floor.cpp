@@ -34,6 +34,19 @@ CompetenceFloor parse_floor(const std::string& text) {
   return f;
 }
 
+std::vector<CompetenceFloor> parse_floors(const std::string& text) {
+  std::vector<CompetenceFloor> out;
+  size_t begin = 0;
+  while (true) {
+    const size_t end = text.find(';', begin);
+    const std::string one = trim_blanks(text.substr(begin, end == std::string::npos ? std::string::npos : end - begin));
+    if (one.empty()) throw std::invalid_argument("'" + trim_blanks(text) + "' has an empty floor between ';'s");
+    out.push_back(parse_floor(one));
+    if (end == std::string::npos) return out;
+    begin = end + 1;
+  }
+}
+
 FloorReading read_floor(const CompetenceFloor& floor, const RunsBySeed& runs, const std::string& side) {
   FloorReading out;
   out.side = side;

@@ -4,6 +4,9 @@
 // before the row is judged. Registry key `requires`:
 //   requires = violation_rate <= 0.5              # on the control's runs
 //   requires = violation_rate <= 0.5 on treatment # where the row has no control
+//   requires = violation_rate <= 0.5; val_loss - judge_val_loss > 0
+// Floors joined by ';' must all hold (the second: the independent judge is
+// better than the model whose output it scores, docs/claims.md).
 // An expression over one run's /index metrics (as `metric`), a comparison
 // (<=, <, >=, >) and a number; the value is the mean over seeds of the
 // per-seed means of the runs the side selects. Below the floor the row is
@@ -13,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "sim/claims/claim_selectors.h"
 
@@ -28,6 +32,8 @@ struct CompetenceFloor {
 
 // Throws std::invalid_argument naming what is wrong with `text`.
 CompetenceFloor parse_floor(const std::string& text);
+// Every floor of a `requires` value (joined by ';'); throws naming an empty one.
+std::vector<CompetenceFloor> parse_floors(const std::string& text);
 
 // The floor read on a side's runs.
 struct FloorReading {

@@ -988,6 +988,39 @@ TEST(Claims, AQualityRowBelowItsCompetenceFloorIsUntestableNamingTheFloorAndTheR
   EXPECT_NE(bad.find("claim W: requires: 'violation_rate about 0.5' is not 'METRIC <= NUMBER'"), std::string::npos) << bad;
 }
 
+// A row read by the independent judge states a second floor: the judge
+// better than the model it scores. Every floor must hold; the first unmet one
+// is named.
+TEST(Claims, EveryFloorOfARowMustHoldAndTheFirstUnmetIsNamed) {
+  auto study = [](double violation, double judge_val_loss) {
+    ClaimsInput in;
+    for (int s = 1; s <= 3; ++s)
+      in.runs.push_back(::run("t" + std::to_string(s), "variant=sfvl", s,
+                              {{"violation_rate", violation}, {"val_loss", 0.60}, {"judge_val_loss", judge_val_loss},
+                               {"resample_equiv_changed_rate", 0.6 + 0.01 * s}}));
+    return in;
+  };
+  const auto specs = parse_registry(
+      "[claim E]\nsource = s\nclaim = e\nmetric = resample_equiv_changed_rate\ncomparison = value\n"
+      "treatment = variant=sfvl\nregion = 0.5 .. 0.8\n"
+      "requires = violation_rate <= 0.5 on treatment; val_loss - judge_val_loss > 0 on treatment\n",
+      "t.registry");
+  EXPECT_EQ(evaluate_claims(specs, study(0.3, 0.58))[0].verdict, "supported");
+  const auto peer = evaluate_claims(specs, study(0.3, 0.61))[0];  // a judge no better than the model
+  EXPECT_EQ(peer.verdict, "untestable");
+  EXPECT_NEAR(peer.competence, 0.3, 1e-12);  // the first floor's reading, which holds
+  EXPECT_NE(peer.note.find("treatment's val_loss - judge_val_loss is -0.01"), std::string::npos) << peer.note;
+  EXPECT_NE(peer.note.find("outside the floor val_loss - judge_val_loss > 0"), std::string::npos) << peer.note;
+  const auto both = evaluate_claims(specs, study(0.7, 0.61))[0];
+  EXPECT_NE(both.note.find("violation_rate is 0.7"), std::string::npos) << both.note;  // the first unmet
+  const std::string empty = message_of([&] {
+    parse_registry("[claim F]\nsource = s\nclaim = f\nmetric = violation_rate\ncomparison = value\n"
+                   "treatment = variant=sfvl\nregion = 0 .. 1\nrequires = violation_rate <= 0.5;\n",
+                   "t.registry");
+  });
+  EXPECT_NE(empty.find("claim F: requires: 'violation_rate <= 0.5;' has an empty floor"), std::string::npos) << empty;
+}
+
 // Issue 37 item 5: a row whose runs, or the models they decode, come from
 // more than one commit says so.
 TEST(Claims, ARowWhoseRunsComeFromTwoCommitsIsFlagged) {

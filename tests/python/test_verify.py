@@ -19,7 +19,7 @@ SFVL_METRICS = ["trigger_rate", "resample_same_rate", "resample_equiv_rate", "re
                 "verifier_ece", "verifier_auroc_ood", "verifier_time_share", "verifier_flops_share",
                 "flops_verifier", "checks_per_token", "decode_tok_s"]
 SPEC_METRICS = ["spec_acceptance_rate", "spec_tokens_per_target_step", "draft_params", "flops_draft"]
-# A judge above 4x the smoke model (2 x 32): 2 x 96, briefly trained.
+# A judge larger than the smoke model (2 x 32): 2 x 96, briefly trained.
 JUDGE = ["--judge.enabled", "on", "--judge.layers", "2", "--judge.dim", "96", "--judge.heads", "2",
          "--judge.steps", "60"]
 
@@ -115,9 +115,10 @@ def test_resamples_are_judged_by_the_judge_and_by_the_run_itself(verify_results)
     assert not np.allclose(resolved["nll_before"], resolved["nll_before_self"])
 
 
-def test_a_judge_smaller_than_four_times_the_model_is_refused(tmp_path):
+def test_a_judge_smaller_than_the_model_is_refused(tmp_path):
     proc = subprocess.run([zerolayer_bin(), "train", "ablations/smoke.ini", "--output.dir", str(tmp_path),
                            "--judge.enabled", "on", "--judge.layers", "1", "--judge.dim", "32", "--judge.heads", "2"],
                           capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert proc.returncode != 0
-    assert "judge.dim" in proc.stderr + proc.stdout and "4x" in proc.stderr + proc.stdout
+    # 1 x 32 against the smoke model's 2 x 32: fewer parameters than the language model it would judge.
+    assert "judge.dim" in proc.stderr + proc.stdout and "fewer than the model's" in proc.stderr + proc.stdout
