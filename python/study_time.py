@@ -14,11 +14,15 @@ time.
 """
 import argparse
 import configparser
+import json
 import os
 import sys
 
-
 JUDGE_SEED = "104729"  # sim/judge.h kJudgeSeed: no study's seed
+# The variant table (sim/variants.def, copied to variants.json and kept equal by test_variants.py): the family
+# whose network each variant trains. A checkpoint's config.ini names the variant of the run that trained it.
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "zerolayer", "variants.json")) as _f:
+    FAMILY = {v["name"]: v["family"] for v in json.load(_f)}
 
 
 def read_state(path):
@@ -40,6 +44,7 @@ def read_config(path):
     get = lambda section, key, default="": cp.get(section, key, fallback=default)
     return {
         "variant": get("top", "variant", "baseline"),
+        "latent_mode": get("latent", "mode"),
         "seed": get("top", "seed"),
         "shape": f"{get('model', 'layers')}x{get('model', 'dim')}",
         "steps": int(get("train", "steps", "0")),
@@ -53,8 +58,11 @@ def own_steps(cfg, family):
     return max(1, round(cfg["branch"] * cfg["steps"]))
 
 
-def family_of(variant):
-    return {"oet": "sfcl", "sfvl": "baseline"}.get(variant, variant)
+def family_of(cfg):
+    """trained_family (sim/config.cpp): latent_kv in svd mode decodes the baseline's network."""
+    if cfg["variant"] == "latent_kv" and cfg["latent_mode"] == "svd":
+        return "baseline"
+    return FAMILY.get(cfg["variant"], cfg["variant"])
 
 
 def main():
@@ -71,7 +79,7 @@ def main():
         if not (os.path.isfile(state) and os.path.isfile(config)):
             continue
         s, c = read_state(state), read_config(config)
-        family = family_of(c["variant"])
+        family = family_of(c)
         judge = c["seed"] == JUDGE_SEED
         label = f"judge {c['shape']}" if judge else f"{family} {c['shape']}"
         r = rows.setdefault(label, {"models": 0, "steps": 0, "seconds": 0.0, "tokens": 0, "complete": 0})

@@ -16,12 +16,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-RunConfig baseline_of(const RunConfig& cfg) {
-  RunConfig b = cfg;
-  b.variant = "baseline";
-  return b;
-}
-
 // The optimizer's key for a parameter: the text of its TensorImpl's address
 // in LibTorch 1.x, the address itself in 2.x (torch/optim/optimizer.h).
 std::string state_key(std::string*, const torch::Tensor& p) { return c10::guts::to_string(p.unsafeGetTensorImpl()); }
@@ -49,25 +43,26 @@ int64_t branch_step(const TrainConfig& t) {
 bool trains_as_branch(const RunConfig& cfg) { return cfg.train.branch > 0 && trained_family(cfg) != "baseline"; }
 
 std::string branch_point_dir(const RunConfig& cfg) {
-  return (fs::path(identify(baseline_of(cfg)).checkpoint_dir) / ("branch-" + std::to_string(branch_step(cfg.train))))
+  return (fs::path(identify(as_baseline(cfg)).checkpoint_dir) / ("branch-" + std::to_string(branch_step(cfg.train))))
       .string();
 }
 
 CheckpointState start_from_branch(const RunConfig& cfg, Transformer& model, torch::optim::AdamW& optim,
                                   const Dataset& data, const torch::Device& device) {
-  const RunConfig base_cfg = baseline_of(cfg);
+  const RunConfig base_cfg = as_baseline(cfg);
   const RunIdentity base_id = identify(base_cfg);
   const std::string dir = branch_point_dir(cfg);
   GlobalRngScope keep;  // the branch's own initialisation is drawn already; the trunk's draws leave no trace
   const ModelConfig mc = model_config(base_cfg, data.tokenizer->vocab_size());
-  if (!CheckpointDir(dir).exists()) {
+  const CheckpointDir point(dir);
+  if (!point.exists()) {
     // The baseline's own run trains the same model (same seed, same first
     // draws) and saves the branch point on its way; a complete baseline
     // without one was trained with another share.
     torch::manual_seed(static_cast<uint64_t>(base_cfg.seed));
     Transformer trunk = make_model("baseline", mc);
     train_model(base_cfg, base_id, trunk, data, device);
-    if (!CheckpointDir(dir).exists())
+    if (!point.exists())
       throw std::runtime_error(base_id.checkpoint_dir + ": the baseline is trained but keeps no branch point at step " +
                                std::to_string(branch_step(cfg.train)) + " (it was trained with another train.branch, "
                                "or from scratch before branches existed); move it away to train it again, or set "
@@ -76,7 +71,7 @@ CheckpointState start_from_branch(const RunConfig& cfg, Transformer& model, torc
 
   Transformer trunk = make_model("baseline", mc);
   auto trunk_optim = make_optimizer(trunk, base_cfg.train);
-  CheckpointState state = CheckpointDir(dir).load(&trunk, &trunk_optim, "baseline");
+  CheckpointState state = point.load(&trunk, &trunk_optim, "baseline");
   check_checkpoint_code(cfg, dir, state.code);
   trunk->to(device);
 

@@ -1,5 +1,6 @@
 // Uptraining: a model of another family than the baseline's (sfcl, fused)
-// trained as a branch of the baseline of its seed (docs/design.md#branches).
+// trained as a branch of the baseline of its seed
+// (docs/design.md#branches-uptraining-from-the-baseline).
 //
 // With train.branch = f > 0 the baseline keeps a copy of its checkpoint at
 // step S = steps − round(f·steps) (output.dir/checkpoints/<baseline>/branch-S).
@@ -11,7 +12,7 @@
 // the module and what it changed over the last f of training, and both read
 // the same tokens. Ainslie et al. 2023 (GQA) §2.1 convert trained checkpoints
 // to another attention form the same way ("uptraining", 5% of the original
-// steps); the claims study trains its branches for a quarter of them.
+// steps); the claims study trains its branches for the last fifth of them.
 #pragma once
 #include <torch/torch.h>
 

@@ -708,6 +708,12 @@ std::string trained_family(const RunConfig& cfg) {
   return trained_family(cfg.variant);
 }
 
+RunConfig as_baseline(const RunConfig& cfg) {
+  RunConfig b = cfg;
+  b.variant = "baseline";
+  return b;
+}
+
 std::string trained_family(const std::string& variant) {
   const VariantInfo* v = find_variant(variant);
   return v ? v->family : variant;

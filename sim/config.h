@@ -388,6 +388,11 @@ bool relevant_key(const std::string& key, const RunConfig& cfg);
 std::string trained_family(const std::string& variant);
 std::string trained_family(const RunConfig& cfg);
 
+// The same config with variant = baseline: the run whose model a variant's
+// is compared with (fused's kl_from_baseline), branches from (sim/branch.h)
+// or is judged as (the judge's size check).
+RunConfig as_baseline(const RunConfig& cfg);
+
 // latent_kv: latent.rank resolved to a rank (auto by the mode, a share
 // times 2·model.dim rounded and at least 1, or the integer); latent.rank's
 // text is checked when it is set, the rank against the model by validate().

@@ -32,10 +32,9 @@ void check_judge_size(const RunConfig& cfg, int64_t vocab) {
   GlobalRngScope keep;
   torch::NoGradGuard no_grad;
   const RunConfig j = judge_config(cfg);
-  RunConfig lm = cfg;
-  lm.variant = "baseline";  // the language model judged, without the variant's module
   const int64_t params = make_model(trained_family(j), model_config(j, vocab))->parameter_count();
-  const int64_t model_params = make_model("baseline", model_config(lm, vocab))->parameter_count();
+  // The language model judged, without the variant's module.
+  const int64_t model_params = make_model("baseline", model_config(as_baseline(cfg), vocab))->parameter_count();
   if (params < kJudgeMinRatio * model_params)
     throw ConfigError("judge.dim, judge.layers: the judge would have " + std::to_string(params) +
                       " parameters, fewer than the model's " + std::to_string(model_params) +

@@ -184,9 +184,7 @@ void FusedStage::finish(const StageContext& ctx, const Prompts& prompts, const D
 
   // The baseline this run is compared with: the checkpoint a run with the
   // same config and variant = baseline trains (same data, seed, shape).
-  RunConfig base_cfg = cfg;
-  base_cfg.variant = "baseline";
-  const std::string base_dir = checkpoint_path(base_cfg);
+  const std::string base_dir = checkpoint_path(as_baseline(cfg));
   Transformer base{nullptr};
   {
     CheckpointDir dir(base_dir);

@@ -16,29 +16,20 @@
 #include "sim/trainer.h"
 #include "tests/cpp/message_of.h"
 #include "tests/cpp/temp_dir.h"
+#include "tests/cpp/tiny_run.h"
 
 namespace zl {
 namespace {
 
-RunConfig tiny_run(const std::string& dir, const std::string& variant, double branch) {
-  RunConfig c;
+// Six steps, so that a share of a half branches at step 3.
+RunConfig branch_run(const std::string& dir, const std::string& variant, double branch) {
+  RunConfig c = tiny_run(dir);
   c.variant = variant;
   c.seed = 2;
-  c.data.tokenizer = "byte";
-  c.data.documents = 60;
-  c.model.layers = 1;
-  c.model.heads = 2;
-  c.model.dim = 16;
-  c.model.context = 32;
   c.train.steps = 6;
-  c.train.warmup = 1;
-  c.train.batch = 2;
   c.train.eval_every = 6;
-  c.train.eval_batches = 1;
   c.train.checkpoint_every = 2;
   c.train.branch = branch;
-  c.output.dir = dir;
-  c.output.verbosity = 0;
   return c;
 }
 
@@ -61,25 +52,25 @@ TEST(Branch, TheStepIsTheShareFromTheEndAndOnlyOtherFamiliesBranch) {
   t.steps = 6;
   t.branch = 0.01;  // at least one step of its own
   EXPECT_EQ(branch_step(t), 5);
-  EXPECT_FALSE(trains_as_branch(tiny_run("x", "baseline", 0.5)));
-  EXPECT_FALSE(trains_as_branch(tiny_run("x", "sfvl", 0.5)));  // decodes the baseline's model
-  EXPECT_FALSE(trains_as_branch(tiny_run("x", "sfcl", 0)));
-  EXPECT_TRUE(trains_as_branch(tiny_run("x", "sfcl", 0.5)));
-  EXPECT_TRUE(trains_as_branch(tiny_run("x", "oet", 0.5)));  // sfcl's model
+  EXPECT_FALSE(trains_as_branch(branch_run("x", "baseline", 0.5)));
+  EXPECT_FALSE(trains_as_branch(branch_run("x", "sfvl", 0.5)));  // decodes the baseline's model
+  EXPECT_FALSE(trains_as_branch(branch_run("x", "sfcl", 0)));
+  EXPECT_TRUE(trains_as_branch(branch_run("x", "sfcl", 0.5)));
+  EXPECT_TRUE(trains_as_branch(branch_run("x", "oet", 0.5)));  // sfcl's model
 }
 
 TEST(Branch, TheShareEntersTheBranchsIdentityOnly) {
-  const RunConfig base0 = tiny_run("x", "baseline", 0), base = tiny_run("x", "baseline", 0.5);
+  const RunConfig base0 = branch_run("x", "baseline", 0), base = branch_run("x", "baseline", 0.5);
   EXPECT_EQ(train_id(base0), train_id(base));
   EXPECT_EQ(run_id(base0), run_id(base));
-  EXPECT_EQ(train_id(tiny_run("x", "sfvl", 0.5)), train_id(base));
-  EXPECT_NE(train_id(tiny_run("x", "sfcl", 0)), train_id(tiny_run("x", "sfcl", 0.5)));
-  EXPECT_NE(train_id(tiny_run("x", "sfcl", 0.25)), train_id(tiny_run("x", "sfcl", 0.5)));
+  EXPECT_EQ(train_id(branch_run("x", "sfvl", 0.5)), train_id(base));
+  EXPECT_NE(train_id(branch_run("x", "sfcl", 0)), train_id(branch_run("x", "sfcl", 0.5)));
+  EXPECT_NE(train_id(branch_run("x", "sfcl", 0.25)), train_id(branch_run("x", "sfcl", 0.5)));
 }
 
 TEST(Branch, ABranchStartsWithTheBaselinesWeightsMomentsAndCurvesAtItsPoint) {
   TempDir dir("zl_branch");
-  const RunConfig sfcl = tiny_run(dir / "out", "sfcl", 0.5), base = tiny_run(dir / "out", "baseline", 0.5);
+  const RunConfig sfcl = branch_run(dir / "out", "sfcl", 0.5), base = branch_run(dir / "out", "baseline", 0.5);
   Dataset ds = prepare_data(sfcl);
 
   // Training the branch trains its baseline first, which keeps step 3.
@@ -137,7 +128,7 @@ TEST(Branch, ABranchStartsWithTheBaselinesWeightsMomentsAndCurvesAtItsPoint) {
 
 TEST(Branch, ABaselineTrainedWithoutTheBranchPointIsNamedWithTheKey) {
   TempDir dir("zl_branch_missing");
-  const RunConfig base = tiny_run(dir / "out", "baseline", 0), sfcl = tiny_run(dir / "out", "sfcl", 0.5);
+  const RunConfig base = branch_run(dir / "out", "baseline", 0), sfcl = branch_run(dir / "out", "sfcl", 0.5);
   Dataset ds = prepare_data(base);
   train(base, ds);  // from scratch: no branch point kept
   const std::string msg = message_of([&] { train(sfcl, ds); });

@@ -18,27 +18,10 @@
 #include "sim/training_code.h"
 #include "tests/cpp/message_of.h"
 #include "tests/cpp/temp_dir.h"
+#include "tests/cpp/tiny_run.h"
 
 namespace zl {
 namespace {
-
-RunConfig tiny_run(const std::string& dir) {
-  RunConfig c;
-  c.data.tokenizer = "byte";
-  c.data.documents = 60;
-  c.model.layers = 1;
-  c.model.heads = 2;
-  c.model.dim = 16;
-  c.model.context = 32;
-  c.train.steps = 3;
-  c.train.warmup = 1;
-  c.train.batch = 2;
-  c.train.eval_every = 3;
-  c.train.eval_batches = 1;
-  c.output.dir = dir;
-  c.output.verbosity = 0;
-  return c;
-}
 
 TrainOutcome train(const RunConfig& c, const Dataset& ds) {
   torch::manual_seed(1);
