@@ -3,7 +3,6 @@
 #include <cmath>
 #include <filesystem>
 #include <stdexcept>
-#include <type_traits>
 
 #include "models/factory.h"
 #include "sim/model_options.h"
@@ -13,26 +12,6 @@
 
 namespace zl {
 namespace fs = std::filesystem;
-
-namespace {
-
-// The optimizer's key for a parameter: the text of its TensorImpl's address
-// in LibTorch 1.x, the address itself in 2.x (torch/optim/optimizer.h).
-std::string state_key(std::string*, const torch::Tensor& p) { return c10::guts::to_string(p.unsafeGetTensorImpl()); }
-[[maybe_unused]] void* state_key(void**, const torch::Tensor& p) { return p.unsafeGetTensorImpl(); }
-
-template <class Optim>
-auto key_of(Optim& optim, const torch::Tensor& p) {
-  using Key = typename std::decay_t<decltype(optim.state())>::key_type;
-  return state_key(static_cast<Key*>(nullptr), p);
-}
-
-}  // namespace
-
-torch::optim::OptimizerParamState* param_state(torch::optim::Optimizer& optim, const torch::Tensor& p) {
-  auto it = optim.state().find(key_of(optim, p));
-  return it == optim.state().end() ? nullptr : it->second.get();
-}
 
 int64_t branch_step(const TrainConfig& t) {
   if (t.branch <= 0) return -1;
@@ -90,7 +69,7 @@ CheckpointState start_from_branch(const RunConfig& cfg, Transformer& model, torc
         std::make_unique<torch::optim::AdamWParamState>(static_cast<const torch::optim::AdamWParamState&>(*kept));
     moments->exp_avg(moments->exp_avg().clone());
     moments->exp_avg_sq(moments->exp_avg_sq().clone());
-    optim.state()[key_of(optim, *mine)] = std::move(moments);
+    set_param_state(optim, *mine, std::move(moments));
   }
   state.complete = false;
   state.train_seconds = 0;  // the branch's speed is its own steps'

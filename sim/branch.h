@@ -38,10 +38,6 @@ bool trains_as_branch(const RunConfig& cfg);
 // its checkpoint at branch_step.
 std::string branch_point_dir(const RunConfig& cfg);
 
-// The optimizer's state of parameter `p` (nullptr: no step has touched it),
-// whichever key type this LibTorch's optimizer uses.
-torch::optim::OptimizerParamState* param_state(torch::optim::Optimizer& optim, const torch::Tensor& p);
-
 // Starts `model` (and `optim`, built over it) at the baseline's branch point,
 // training that baseline first when no process has (its run then reuses it).
 // Returns the branch point's state: its step, its curves (the trunk's),

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "sim/branch.h"
+#include "sim/optimizer.h"
 #include "sim/runtime.h"
 #include "sim/util/progress.h"
 #include "sim/util/stop.h"
@@ -43,21 +44,6 @@ double evaluate_loss(Transformer& model, const BatchSampler& val, int64_t batche
   }
   model->train();
   return total / batches;
-}
-
-// AdamW with decoupled weight decay on matrices only (embeddings and linear
-// weights); norms and biases are not decayed, as in GPT-2 and nanoGPT.
-torch::optim::AdamW make_optimizer(Transformer& model, const TrainConfig& t) {
-  std::vector<torch::Tensor> decay, no_decay;
-  for (auto& p : model->parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
-  auto opts = [&](double wd) {
-    return std::make_unique<torch::optim::AdamWOptions>(
-        torch::optim::AdamWOptions(t.lr).betas({t.beta1, t.beta2}).weight_decay(wd));
-  };
-  std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(decay, opts(t.weight_decay));
-  groups.emplace_back(no_decay, opts(0.0));
-  return torch::optim::AdamW(groups, torch::optim::AdamWOptions(t.lr));
 }
 
 namespace {
@@ -128,10 +114,9 @@ TrainOutcome train_model(const RunConfig& cfg, const RunIdentity& id, Transforme
       // fused value distillation: + ortho_weight * ‖PPᵀ − I‖²_F (undefined for other variants)
       if (auto reg = model->regularizer(); reg.defined()) loss = loss + reg;
     }
-    optim.zero_grad();
+    drop_grads(optim);
     loss.backward();
-    if (t.grad_clip > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), t.grad_clip);
-    optim.step();
+    clip_step(optim, t.grad_clip);
     const double loss_value = loss.item<double>();  // syncs, so the timing below is honest
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     if (!std::isfinite(loss_value))

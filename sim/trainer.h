@@ -13,6 +13,7 @@
 #include "sim/checkpoint.h"
 #include "sim/config.h"
 #include "sim/data.h"
+#include "sim/optimizer.h"
 #include "sim/run_identity.h"
 
 namespace zl {
@@ -42,10 +43,6 @@ struct TrainOutcome {
 };
 
 double learning_rate(const TrainConfig& t, int64_t step);
-
-// AdamW with decoupled weight decay on matrices only (embeddings and linear
-// weights); norms and biases are not decayed, as in GPT-2 and nanoGPT.
-torch::optim::AdamW make_optimizer(Transformer& model, const TrainConfig& t);
 
 // Mean validation loss over the fixed validation windows.
 double evaluate_loss(Transformer& model, const BatchSampler& val, int64_t batches, const torch::Device& device,

@@ -10,6 +10,7 @@
 
 #include "models/factory.h"
 #include "sim/branch.h"
+#include "sim/optimizer.h"
 #include "sim/data.h"
 #include "sim/model_options.h"
 #include "sim/run_identity.h"
