@@ -8,7 +8,6 @@
 #include <cmath>
 #include <functional>
 #include <limits>
-#include <numeric>
 #include <vector>
 
 namespace zl {
@@ -17,6 +16,63 @@ namespace {
 
 bool cpu_float_rows(const torch::Tensor& t) {
   return t.device().is_cpu() && t.scalar_type() == torch::kFloat && t.dim() == 2;
+}
+
+// A token and its probability, for ordering the head of a distribution.
+struct Ranked {
+  float p;
+  int32_t index;
+};
+
+// The nucleus (Holtzman et al. 2020, §3.1): the tokens in order of
+// probability, the more probable first and ties by index (a stable sort),
+// until their mass reaches top_p; the token that crosses the line is kept.
+// Only the head of the order matters, so it is sorted alone: the tokens at or
+// above a threshold θ are a prefix of the order, and when that prefix holds a
+// token past the line, the rest of the vocabulary is past it too. θ starts at
+// the largest probability / 2^8 and falls by 2^8 until the prefix holds one
+// (at last every token with mass: a full sort of those). A trained model's
+// nucleus is a few dozen tokens, and the sort of V = 1,024 indices it
+// replaces was most of a decode step at top_p 0.95 (issue 38: 13.6k tokens/s
+// against 49.5k at top_p 1 for oet). The masses are summed in the order's
+// order, as the sorted walk did, so the kept set and its mass are the same.
+void nucleus(float* p, int64_t V, float top_p, std::vector<Ranked>& head) {
+  float largest = 0, smallest = std::numeric_limits<float>::infinity();  // over the tokens with mass
+  for (int64_t j = 0; j < V; ++j)
+    if (p[j] > 0) {
+      largest = std::max(largest, p[j]);
+      smallest = std::min(smallest, p[j]);
+    }
+  float theta = largest / 256.0f;
+  for (;;) {
+    head.clear();
+    for (int64_t j = 0; j < V; ++j)
+      if (p[j] >= theta) head.push_back({p[j], static_cast<int32_t>(j)});
+    std::sort(head.begin(), head.end(), [](const Ranked& a, const Ranked& c) {
+      return a.p > c.p || (a.p == c.p && a.index < c.index);
+    });
+    double cum = 0;
+    size_t keep = head.size();
+    for (size_t i = 0; i < head.size(); ++i) {
+      const float before = static_cast<float>(cum + head[i].p) - head[i].p;  // as cumsum - sp
+      cum += head[i].p;
+      if (before >= top_p) {
+        keep = i;
+        break;
+      }
+    }
+    // Every token with mass is in the head: the rest (none, or zeros a
+    // top-k cut left) adds nothing to any mass.
+    const bool whole = theta <= smallest || static_cast<int64_t>(head.size()) == V;
+    if (keep < head.size() || whole) {
+      float mass = 0;
+      for (size_t i = 0; i < keep; ++i) mass += head[i].p;
+      std::fill(p, p + V, 0.0f);
+      for (size_t i = 0; i < keep; ++i) p[head[i].index] = head[i].p / mass;
+      return;
+    }
+    theta = std::max(theta / 256.0f, smallest);  // reaches every token with mass, so the loop ends
+  }
 }
 
 }  // namespace
@@ -54,26 +110,8 @@ void sampling_probs_rows(const float* in, int64_t B, int64_t V, const SamplingOp
   }
   for (int64_t b = 0; b < B; ++b) softmax_inplace(probs + b * V, V);
   if (opt.top_p >= 1.0) return;
-  std::vector<int32_t> order(V);
-  for (int64_t b = 0; b < B; ++b) {
-    float* p = probs + b * V;
-    // Drop what lies wholly past top_p of the sorted mass (the crossing
-    // token stays), then renormalise.
-    std::iota(order.begin(), order.end(), 0);
-    std::sort(order.begin(), order.end(), [&](int32_t a, int32_t c) { return p[a] > p[c]; });
-    const float top_p = static_cast<float>(opt.top_p);
-    double cum = 0;
-    float kept = 0;
-    for (int32_t j : order) {
-      const float before = static_cast<float>(cum + p[j]) - p[j];  // as cumsum - sp
-      cum += p[j];
-      if (before >= top_p)
-        p[j] = 0;
-      else
-        kept += p[j];
-    }
-    for (int64_t j = 0; j < V; ++j) p[j] /= kept;
-  }
+  std::vector<Ranked> head;
+  for (int64_t b = 0; b < B; ++b) nucleus(probs + b * V, V, static_cast<float>(opt.top_p), head);
 }
 
 torch::Tensor sampling_probs(const torch::Tensor& logits, const SamplingOptions& opt) {
@@ -93,7 +131,7 @@ torch::Tensor sampling_probs(const torch::Tensor& logits, const SamplingOptions&
   if (opt.top_p < 1.0) {
     // Keep the smallest prefix of the sorted distribution whose mass reaches
     // top_p (the token that crosses the line is kept, as in Holtzman et al.).
-    auto sorted = probs.sort(-1, /*descending=*/true);
+    auto sorted = probs.sort(/*stable=*/true, -1, /*descending=*/true);  // ties by index, as nucleus()
     auto sp = std::get<0>(sorted), idx = std::get<1>(sorted);
     auto before = sp.cumsum(-1) - sp;  // mass strictly before each token
     auto drop_sorted = before >= opt.top_p;

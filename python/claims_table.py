@@ -59,13 +59,26 @@ def claims_rows(claims, apart, short=False):
         measured = f"{number(r['value'])} {interval(r['ci_lo'], r['ci_hi'])}".strip()
         boot = interval(r.get("boot_lo", np.nan), r.get("boot_hi", np.nan))
         needed = int(r["seeds_needed"]) if np.isfinite(float(r.get("seeds_needed", 0))) and r.get("seeds_needed", 0) else ""
+        cid = r["id"] + (f" (revised {text(r, 'revised')})" if text(r, "revised") else "")
         if short:
-            out.append(f"| {r['id']} | {measured} | {r['claimed']} | {r['verdict']} | {text(r, 'verdict_holm')} |")
+            out.append(f"| {cid} | {measured} | {r['claimed']} | {r['verdict']} | {text(r, 'verdict_holm')} |")
             continue
         op = text(r, "operating_point") or "as configured"
-        out.append(f"| {r['id']} | {measured} | {boot} | {r['claimed']} | {r['verdict']} | {text(r, 'verdict_holm')} "
+        out.append(f"| {cid} | {measured} | {boot} | {r['claimed']} | {r['verdict']} | {text(r, 'verdict_holm')} "
                    f"| {needed} | {op} |")
     return out
+
+
+def registry_line(path):
+    """Which registry judged the table: its path and content hash, as `zerolayer claims` stored them
+    (docs/claims.md#pre-registration); a row marked "(revised DATE)" changed its reading after its data."""
+    import h5py
+    with h5py.File(path, "r") as f:
+        attrs = f["claims"].attrs
+        got = {k: (v.decode() if isinstance(v, bytes) else str(v)) for k, v in attrs.items()}
+    if "registry_hash" not in got:
+        return "Judged before tables stored their registry's content hash."
+    return f"Judged by {got.get('registry', 'the registry')}, content hash {got['registry_hash']}."
 
 
 def compare_rows(old, new):
@@ -142,6 +155,7 @@ def main():
     claims = load_claims(args.results)
     if not len(claims):
         sys.exit(f"{args.results}: no /claims (run `zerolayer claims {args.results}`)")
+    print(registry_line(args.results) + "\n")
     print("\n".join(claims_rows(claims, apart=False, short=args.short)))
     if "by_construction" in claims and (claims["by_construction"].fillna("") != "").any():
         print("\nBy construction (manipulation checks, outside the Holm family):\n")

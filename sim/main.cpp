@@ -22,6 +22,8 @@
 #include "sim/checkpoint.h"
 #include "sim/claims/claims.h"
 #include "sim/claims/claims_calibration.h"
+#include "sim/claims/claims_file.h"
+#include "sim/claims/replication.h"
 #include "sim/claims/scaling.h"
 #include "sim/claims/sensitivity.h"
 #include "sim/claims/summary.h"
@@ -316,6 +318,10 @@ int cmd_claims(int argc, char** argv) {
       "sensitivity",
       "print each claim that depends on an operating point at every setting of it in the file (a "
       "calibrate.VARIANT.target that varies among its runs: ablations/sensitivity.ini), and write /claims_sensitivity")(
+      "replicate", po::value<std::string>(),
+      "B.h5: judge a second results file of the same study by the same registry and print, row by row, both "
+      "values and verdicts, whether the intervals overlap and the verdicts agree, and a summary (agree / near the "
+      "boundary / differ): docs/studies.md#replication")(
       "no-write", "print only; do not write the /claims and /claims_seeds tables into RESULTS");
   po::positional_options_description pos;
   pos.add("results", 1);
@@ -333,7 +339,17 @@ int cmd_claims(int argc, char** argv) {
   if (family != "holm" && family != "none") throw ConfigError("--family: must be holm or none, got '" + family + "'");
   const std::string results = vm["results"].as<std::string>();
   if (!fs::exists(results)) throw std::runtime_error("results file '" + results + "' does not exist");
-  auto specs = load_registry(vm["registry"].as<std::string>());
+  const std::string registry = vm["registry"].as<std::string>();
+  const std::string registry_text = read_registry(registry);
+  auto specs = parse_registry(registry_text, registry);
+  // Pre-registration (docs/claims.md#pre-registration): which registry
+  // decided the table, and which of its readings changed after their data.
+  const RegistryStamp stamp = registry_stamp(registry, registry_text, ZL_SOURCE_DIR);
+  std::cout << "registry " << stamp.name << ", content hash " << stamp.hash << "\n";
+  for (const auto& s : specs)
+    if (s.known_method.empty())
+      for (const auto& rev : s.revisions)
+        std::cout << "  " << s.id << ": reading revised " << rev.date << " after its data was seen\n";
   // A file of several model sizes (ablations/scale.ini) is judged size by
   // size, then each claim's trend across the sizes (sim/claims/scaling.h).
   const auto sized = evaluate_claims_by_size(specs, load_claims_input(results), co);
@@ -362,6 +378,12 @@ int cmd_claims(int argc, char** argv) {
     for (const auto& sc : sized)
       std::cout << "\n"
                 << (ladder ? "size " + sc.size.label + ": " : "") << format_plan(sc.results, study_of(results), co.power);
+  if (vm.count("replicate")) {
+    const std::string other = vm["replicate"].as<std::string>();
+    if (!fs::exists(other)) throw std::runtime_error("--replicate: results file '" + other + "' does not exist");
+    const auto sized_other = evaluate_claims_by_size(specs, load_claims_input(other), co);
+    std::cout << "\n" << format_replication(replicate(sized, sized_other), results, other);
+  }
   Sensitivity sensitivity;
   if (vm.count("sensitivity")) {
     sensitivity = claim_sensitivity(specs, load_claims_input(results), co);
@@ -370,9 +392,7 @@ int cmd_claims(int argc, char** argv) {
   }
   if (!vm.count("no-write")) {
     if (vm.count("sensitivity")) write_table(results, "claims_sensitivity", sensitivity_table(sensitivity));
-    write_table(results, "claims", sized_claims_table(sized));
-    write_table(results, "claims_seeds", sized_claim_seeds_table(sized));
-    if (ladder) write_table(results, "claims_trend", claim_trends_table(trends));
+    write_claims(results, sized, trends, stamp);
     std::printf("wrote /claims (%zu rows)%s and /claims_seeds into %s\n", all.size(),
                 ladder ? ", /claims_trend" : "", results.c_str());
   }

@@ -6,6 +6,7 @@
 
 #include "python/cpp/module.h"
 #include "sim/claims/claims.h"
+#include "sim/claims/claims_file.h"
 #include "sim/claims/scaling.h"
 
 namespace py = pybind11;
@@ -43,6 +44,9 @@ py::dict row_of(const ClaimResult& r, const ModelSize& size) {
   d["known_method"] = r.spec->known_method;
   d["of_claim"] = r.spec->of_claim;
   d["by_construction"] = r.spec->by_construction;
+  std::string revised;
+  for (const auto& rev : r.spec->revisions) revised += (revised.empty() ? "" : ",") + rev.date;
+  d["revised"] = revised;
   d["operating_point"] = r.operating_point;
   d["per_seed"] = r.per_seed;
   d["size"] = size.label;
@@ -72,19 +76,16 @@ py::dict trend_of(const ClaimTrend& t) {
 
 // Judges the file size by size; writes /claims, /claims_seeds and, for
 // several sizes, /claims_trend when asked.
-std::vector<SizedClaims> judge(const std::vector<ClaimSpec>& specs, const std::string& results, double level,
-                               const std::string& method, bool write, std::vector<ClaimTrend>* trends) {
+std::vector<SizedClaims> judge(const std::vector<ClaimSpec>& specs, const RegistryStamp& stamp,
+                               const std::string& results, double level, const std::string& method, bool write,
+                               std::vector<ClaimTrend>* trends) {
   ClaimsOptions opt;
   opt.level = level;
   opt.method = method;
   if (method != "auto") parse_method(method);  // names the choices
   auto sized = evaluate_claims_by_size(specs, load_claims_input(results), opt);
   *trends = sized.size() > 1 ? claim_trends(sized, level) : std::vector<ClaimTrend>{};
-  if (write) {
-    write_table(results, "claims", sized_claims_table(sized));
-    write_table(results, "claims_seeds", sized_claim_seeds_table(sized));
-    if (sized.size() > 1) write_table(results, "claims_trend", claim_trends_table(*trends));
-  }
+  if (write) write_claims(results, sized, *trends, stamp);
   return sized;
 }
 
@@ -104,8 +105,10 @@ void register_claims(py::module& m) {
         std::vector<ClaimTrend> trends;
         {
           py::gil_scoped_release release;
-          specs = load_registry(registry_or_default(registry));
-          sized = judge(specs, results, level, method, write, &trends);
+          const std::string path = registry_or_default(registry);
+          const std::string text = read_registry(path);
+          specs = parse_registry(text, path);
+          sized = judge(specs, registry_stamp(path, text, ZL_SOURCE_DIR), results, level, method, write, &trends);
         }
         py::list rows;
         for (const auto& sc : sized)
@@ -120,7 +123,8 @@ Returns one dict per claim (id, claim, value, ci_lo, ci_hi, seeds, verdict,
 note, method, t_lo/t_hi, boot_lo/boot_hi, bca_lo/bca_hi, p_support,
 p_refute, verdict_holm, seeds_needed, known_method, of_claim,
 by_construction (why the value is fixed by the design; such a row is outside
-the Holm family), operating_point (the calibrated targets of its runs), per_seed:
+the Holm family), revised (the dates its reading changed after its data was
+seen, docs/claims.md#pre-registration), operating_point (the calibrated targets of its runs), per_seed:
 {seed: value}, and size, params: the model shape, "LAYERSxDIM", and its
 parameter count). A file of several model sizes (ablations/scale.ini) gives
 each claim once per size, smallest first, each size judged on its own runs;
@@ -139,7 +143,7 @@ or bca. With write=True the tables are also stored as /claims and
         {
           py::gil_scoped_release release;
           specs = load_registry(registry_or_default(registry));
-          judge(specs, results, level, method, false, &trends);
+          judge(specs, {}, results, level, method, false, &trends);
         }
         py::list rows;
         for (const auto& t : trends) rows.append(trend_of(t));

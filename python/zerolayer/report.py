@@ -212,7 +212,7 @@ def load_all_claims(res):
     from before them lacks filled in as empty."""
     table = zr._root_table(res.path, "claims", zr.CLAIM_COLUMNS)
     for name in ("known_method", "projection", "of_claim", "by_construction", "verdict_holm", "method",
-                 "operating_point", "size", "source", "claim", "claimed", "note", "requires", "commit_list"):
+                 "operating_point", "size", "source", "claim", "claimed", "note", "requires", "commit_list", "revised"):
         table[name] = _text_col(table, name)
     for name in ("seeds", "seeds_needed", "commits"):
         table[name] = pd.to_numeric(table[name], errors="coerce").fillna(0).astype(int) if name in table else 0
@@ -323,7 +323,7 @@ def claims_section(res):
     if not len(claims):
         return Section("Claims", "claims", [Text("The /claims table is empty: the registry had no claim to judge.",
                                                  "note")])
-    blocks = []
+    blocks = [Text(registry_line(res.path, claims))]
     sizes = claims[["size", "params"]].drop_duplicates()
     sizes = sizes.sort_values("params") if len(sizes) > 1 else sizes
     if len(sizes) > 1:
@@ -335,6 +335,21 @@ def claims_section(res):
         label = f"size {size} ({float(params) / 1e6:.3g}M parameters)" if len(sizes) > 1 else ""
         blocks += claims_blocks(plots, mine.reset_index(drop=True), mine_seeds, label)
     return Section("Claims", "claims", blocks)
+
+
+def registry_line(path, claims):
+    """Which registry judged the table (its content hash, stored by `zerolayer claims`), and the rows whose
+    reading changed after their data was seen (docs/claims.md#pre-registration)."""
+    with h5py.File(path, "r") as f:
+        attrs = f["claims"].attrs
+        registry, digest = (zr._text(attrs[k]) if k in attrs else "" for k in ("registry", "registry_hash"))
+    head = (f"Judged by the registry {registry} (content hash {digest})." if digest
+            else "Judged before the table stored its registry's content hash.")
+    revised = claims[(claims["revised"] != "") & (claims["known_method"] == "") & (claims["projection"] == "")]
+    if len(revised):
+        head += (" Readings revised after their data was seen: "
+                 + "; ".join(f"{r.id} ({r.revised})" for r in revised.itertuples()) + ".")
+    return head
 
 
 def verdict_counts(rows, column):
@@ -357,7 +372,8 @@ def forest_caption(rows):
 CLAIM_TABLE = (("id", "id"), ("source", "source"), ("claim", "claim"), ("claimed", "claimed"),
                ("measured [95% CI]", None), ("n", "seeds"), ("interval", "method"), ("verdict", "verdict"),
                ("Holm", "verdict_holm"), ("seeds to decide", "seeds_needed"), ("operating point", "operating_point"),
-               ("competence floor", "requires"), ("commits", "commits"), ("note", "note"))
+               ("competence floor", "requires"), ("commits", "commits"),
+               ("reading revised after its data (dates)", "revised"), ("note", "note"))
 
 
 LONG_TEXT = ("claim", "operating_point", "note")

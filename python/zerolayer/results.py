@@ -21,7 +21,7 @@ CLAIM_COLUMNS = ("id", "source", "claim", "metric", "comparison", "treatment", "
                  "region_lo", "region_hi", "value", "ci_lo", "ci_hi", "seeds", "verdict", "note",
                  "method", "t_lo", "t_hi", "boot_lo", "boot_hi", "bca_lo", "bca_hi", "p_support", "p_refute",
                  "verdict_holm", "seeds_needed", "known_method", "projection", "of_claim", "by_construction",
-                 "operating_point", "requires", "competence", "commits", "commit_list", "size", "params")
+                 "operating_point", "requires", "competence", "commits", "commit_list", "revised", "size", "params")
 CLAIM_SEED_COLUMNS = ("id", "seed", "value", "size", "params")
 # /claims_sensitivity, written by `zerolayer claims --sensitivity`: each claim at every setting of the
 # operating point it depends on (sim/claims/sensitivity.h).

@@ -16,6 +16,7 @@
 #include "sim/claims/claim_measurement.h"
 #include "sim/claims/claim_selectors.h"
 #include "sim/claims/competence_floor.h"
+#include "sim/config.h"
 
 namespace zl {
 namespace {
@@ -38,6 +39,35 @@ void check_selector(const std::string& where, const std::string& id, const std::
   } catch (const std::exception& e) {
     throw std::runtime_error(where + ": claim " + id + ": " + key + ": " + e.what());
   }
+}
+
+// "revised.2026-12-06 = reading R; value V; reason W": a reading changed
+// after its data was seen. Every part is required, so the history says what
+// the row read, what it gave, and why it changed.
+ClaimRevision parse_revision(const std::string& key, const std::string& value, const std::string& where) {
+  ClaimRevision r;
+  r.date = key.substr(std::string("revised.").size());
+  const bool date_ok = r.date.size() == 10 && r.date[4] == '-' && r.date[7] == '-' &&
+                       std::all_of(r.date.begin(), r.date.end(), [](unsigned char c) { return std::isdigit(c) || c == '-'; });
+  if (!date_ok) throw std::runtime_error(where + ": " + key + ": the date must be YYYY-MM-DD");
+  std::vector<std::string> parts;
+  size_t from = 0;
+  while (from <= value.size()) {
+    const size_t semi = std::min(value.find(';', from), value.size());
+    parts.push_back(trim_blanks(value.substr(from, semi - from)));
+    from = semi + 1;
+  }
+  const char* labels[] = {"reading ", "value ", "reason "};
+  std::string* fields[] = {&r.reading, &r.value, &r.reason};
+  bool ok = parts.size() == 3;
+  for (size_t i = 0; ok && i < 3; ++i) {
+    ok = parts[i].rfind(labels[i], 0) == 0 && !trim_blanks(parts[i].substr(std::string(labels[i]).size())).empty();
+    if (ok) *fields[i] = trim_blanks(parts[i].substr(std::string(labels[i]).size()));
+  }
+  if (!ok)
+    throw std::runtime_error(where + ": " + key + ": expected 'reading OLD READING; value OLD VALUE; reason WHY', got '" +
+                             value + "'");
+  return r;
 }
 
 void finish_spec(ClaimSpec& s, const std::map<std::string, std::string>& kv, const std::string& where) {
@@ -84,6 +114,8 @@ void finish_spec(ClaimSpec& s, const std::map<std::string, std::string>& kv, con
     check_metric(where, s.id, "metric", s.metric);
   }
   for (const char* key : {"treatment", "control", "rows"}) check_selector(where, s.id, key, get(key));
+  for (const auto& [key, value] : kv)
+    if (key.rfind("revised.", 0) == 0) s.revisions.push_back(parse_revision(key, value, where + ": claim " + s.id));
   // The claimed region: `region = lo .. hi`, or claimed ± tolerance (or × / ÷ factor).
   const std::string region = get("region"), claimed = get("claimed"), tol = get("tolerance");
   if (!region.empty()) {
@@ -114,9 +146,10 @@ void finish_spec(ClaimSpec& s, const std::map<std::string, std::string>& kv, con
   }
 }
 
-// "known.h2o", "known_metric.h2o", "projected.h2o" and "served.h2o" -> "h2o"; "" for any other key.
+// "known.h2o", "known_metric.h2o", "projected.h2o" and "served.h2o" -> "h2o"
+// (and "revised.2026-12-06" -> its date); "" for any other key.
 std::string known_key_name(const std::string& key) {
-  for (const char* prefix : {"known.", "known_metric.", "projected.", "served."}) {
+  for (const char* prefix : {"known.", "known_metric.", "projected.", "served.", "revised."}) {
     const std::string p = prefix;
     if (key.rfind(p, 0) != 0) continue;
     const std::string name = key.substr(p.size());
@@ -233,12 +266,16 @@ std::vector<ClaimSpec> parse_registry(const std::string& text, const std::string
   return out;
 }
 
-std::vector<ClaimSpec> load_registry(const std::string& path) {
+std::string read_registry(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error("claims registry '" + path + "' cannot be read (give one with --registry PATH)");
   std::stringstream ss;
   ss << in.rdbuf();
-  return parse_registry(ss.str(), path);
+  return ss.str();
 }
+
+std::vector<ClaimSpec> load_registry(const std::string& path) { return parse_registry(read_registry(path), path); }
+
+std::string registry_hash(const std::string& text) { return hash_hex(text); }
 
 }  // namespace zl

@@ -9,6 +9,16 @@
 
 namespace zl {
 
+// A reading changed after its data was seen (registry key `revised.DATE`,
+// docs/claims.md#pre-registration): kept in the registry, so that the table
+// and the report can mark the row.
+struct ClaimRevision {
+  std::string date;     // YYYY-MM-DD
+  std::string reading;  // the reading before (a metric, a comparison, a region)
+  std::string value;    // the value it gave
+  std::string reason;   // why it changed
+};
+
 // One [claim ID] section of the registry.
 struct ClaimSpec {
   std::string id, source, claim, metric, comparison;
@@ -45,6 +55,8 @@ struct ClaimSpec {
   // "served"; otherwise a projected row (projected = true, name in the
   // /claims projection column).
   bool served = false;
+  // Its readings changed after their data was seen, oldest first.
+  std::vector<ClaimRevision> revisions;
 };
 
 // Parses a registry; each claim's `known.NAME` rows follow it in the list.
@@ -53,5 +65,12 @@ struct ClaimSpec {
 // a metric expression that does not parse.
 std::vector<ClaimSpec> parse_registry(const std::string& text, const std::string& file);
 std::vector<ClaimSpec> load_registry(const std::string& path);
+
+// The registry file's text (throws naming the path when it cannot be read).
+std::string read_registry(const std::string& path);
+
+// The registry's content hash (FNV-1a, 12 hex digits, as a run id): stored
+// with the table it judged, so that a table says which registry decided it.
+std::string registry_hash(const std::string& text);
 
 }  // namespace zl

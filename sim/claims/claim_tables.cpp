@@ -40,7 +40,8 @@ Table claim_seeds_table(const std::vector<ClaimResult>& results) {
 
 Table claims_table(const std::vector<ClaimResult>& results) {
   std::vector<std::string> id, source, claim, metric, comparison, treatment, control, claimed, verdict, note, method,
-      verdict_holm, known_method, projection, of_claim, by_construction, operating_point, requires_floor, commit_list;
+      verdict_holm, known_method, projection, of_claim, by_construction, operating_point, requires_floor, commit_list,
+      revised;
   std::vector<double> lo_r, hi_r, value, lo, hi, t_lo, t_hi, boot_lo, boot_hi, bca_lo, bca_hi, p_support, p_refute,
       competence;
   std::vector<int64_t> seeds, needed, commits;
@@ -86,6 +87,9 @@ Table claims_table(const std::vector<ClaimResult>& results) {
     std::string list;
     for (const auto& c : r.commits) list += (list.empty() ? "" : ",") + c;
     commit_list.push_back(list);
+    std::string dates;
+    for (const auto& rev : s.revisions) dates += (dates.empty() ? "" : ",") + rev.date;
+    revised.push_back(dates);
   }
   Table t;
   t.add("id", id);
@@ -124,6 +128,7 @@ Table claims_table(const std::vector<ClaimResult>& results) {
   t.add("competence", competence);     // the floor's metric as read on its side's runs (NaN: no floor)
   t.add("commits", commits);           // how many commits its runs ran at or were trained by; > 1: mixed
   t.add("commit_list", commit_list);   // those commits, comma-separated
+  t.add("revised", revised);           // dates its reading changed after its data was seen, comma-separated
   return t;
 }
 
@@ -255,6 +260,9 @@ std::string format_claims(const std::vector<ClaimResult>& results, bool holm) {
     if (r.seeds_needed > 0)
       out << "    seeds needed (power estimate, 80%): " << r.seeds_needed << "\n";
     if (!s.by_construction.empty()) out << "    by construction: " << s.by_construction << "\n";
+    for (const auto& rev : s.revisions)
+      out << "    revised " << rev.date << " after its data was seen: read " << rev.reading << " (" << rev.value
+          << "): " << rev.reason << "\n";
     out << "    operating point: " << (r.operating_point.empty() ? "as configured" : r.operating_point) << "\n";
     if (!r.note.empty()) out << "    " << r.note << "\n";
   }

@@ -86,6 +86,43 @@ TEST(Claims, RegistryErrorsNameFileLineAndKey) {
   EXPECT_THROW(zl::load_registry("/nonexistent/claims.registry"), std::runtime_error);
 }
 
+// Pre-registration (docs/claims.md#pre-registration): a reading changed
+// after its data keeps its date, old reading, old value and reason; a
+// malformed history is an error naming the file, line and key.
+TEST(Claims, ARevisedReadingKeepsItsHistory) {
+  const std::string base = "metric = a\ncomparison = value\ntreatment = variant=a\nclaimed = 1\ntolerance = 1\n";
+  auto specs = one(base + "revised.2026-12-06 = reading b + c; value 0.65 [0.20, 1.10]; reason b dominated\n"
+                          "revised.2026-11-30 = reading d; value 2; reason d had no unit\n");
+  ASSERT_EQ(specs.size(), 1u);
+  ASSERT_EQ(specs[0].revisions.size(), 2u);
+  EXPECT_EQ(specs[0].revisions[0].date, "2026-11-30");  // oldest first
+  EXPECT_EQ(specs[0].revisions[1].reading, "b + c");
+  EXPECT_EQ(specs[0].revisions[1].value, "0.65 [0.20, 1.10]");
+  EXPECT_EQ(specs[0].revisions[1].reason, "b dominated");
+  for (const std::string bad : {"revised.2026-12-06 = reading b; value 1\n",            // no reason
+                                "revised.2026-12-06 = reading b; reason r; value 1\n",  // out of order
+                                "revised.6/12/2026 = reading b; value 1; reason r\n",   // not a date
+                                "revised.2026-12-06 = reading ; value 1; reason r\n"}) {  // an empty part
+    try {
+      one(base + bad);
+      ADD_FAILURE() << bad;
+    } catch (const std::runtime_error& e) {
+      const std::string what = e.what();  // names the file and line, the claim and the key
+      EXPECT_TRUE(what.rfind("test.registry:", 0) == 0 && what.find("claim T") != std::string::npos &&
+                  what.find("revised.") != std::string::npos)
+          << what;
+    }
+  }
+  // The registry's rows that changed after their data carry it, and the hash is the text's.
+  const auto registry = zl::load_registry(registry_path());
+  const auto drift = std::find_if(registry.begin(), registry.end(), [](const ClaimSpec& s) { return s.id == "S002-monitor/drift"; });
+  ASSERT_NE(drift, registry.end());
+  ASSERT_EQ(drift->revisions.size(), 1u);
+  EXPECT_EQ(drift->revisions[0].reading, "semantic_drift_score");
+  EXPECT_EQ(zl::registry_hash(zl::read_registry(registry_path())), zl::hash_hex(zl::read_registry(registry_path())));
+  EXPECT_NE(zl::registry_hash("a"), zl::registry_hash("b"));
+}
+
 TEST(Claims, ToleranceAndRegionForms) {
   auto a = one(std::string(kRelative) + "claimed = 0.37\ntolerance = 0.1\n");
   EXPECT_NEAR(a[0].region_lo, 0.27, 1e-12);

@@ -1,5 +1,11 @@
 #include <gtest/gtest.h>
+
+#include <boost/math/distributions/chi_squared.hpp>
 #include <torch/torch.h>
+
+#include <algorithm>
+#include <numeric>
+#include <vector>
 
 #include "datasets/batch_sampler.h"
 #include "models/factory.h"
@@ -142,6 +148,102 @@ TEST(Sampling, CpuFastPathDrawsWhatTheTensorFormDraws) {
   }
   auto g = make_generator(1);
   EXPECT_TRUE(torch::equal(sample_next(logits, {0.0, 0, 1.0}, g), logits.argmax(-1)));
+}
+
+// The nucleus by a full stable sort of the same probabilities: the walk the
+// head-only sort replaced (models/sampling.cpp), every token visited.
+torch::Tensor full_sort_nucleus(torch::Tensor probs, double top_p) {
+  probs = probs.clone();
+  const int64_t B = probs.size(0), V = probs.size(1);
+  for (int64_t b = 0; b < B; ++b) {
+    float* p = probs.data_ptr<float>() + b * V;
+    std::vector<int32_t> order(V);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t c) { return p[a] > p[c]; });
+    double cum = 0;
+    float kept = 0;
+    std::vector<bool> keep(V, false);
+    for (int32_t j : order) {
+      const float before = static_cast<float>(cum + p[j]) - p[j];
+      cum += p[j];
+      if (before < static_cast<float>(top_p)) {
+        keep[j] = true;
+        kept += p[j];
+      }
+    }
+    for (int64_t j = 0; j < V; ++j) p[j] = keep[j] ? p[j] / kept : 0.0f;
+  }
+  return probs;
+}
+
+// The nucleus on the CPU rows sorts only the head of each distribution
+// (models/sampling.cpp): on peaked rows (a trained model's), flat rows (the
+// whole vocabulary), a row whose nucleus reaches far below its largest
+// probability / 256, and rows with tied logits, it keeps what a full stable
+// sort of the same probabilities keeps, with the same masses, bit for bit;
+// and the tensor form's (its own softmax) to 1e-6 where the cut is not
+// within a rounding of the last token's mass (top_p up to 0.95 here).
+TEST(Sampling, NucleusOfTheHeadIsTheFullSortsNucleus) {
+  torch::manual_seed(5);
+  const int64_t V = 1024;
+  auto peaked = torch::randn({64, V}) * 6, flat = torch::randn({16, V}) * 0.01;
+  auto far = torch::full({1, V}, std::log(0.5 / (V - 1)));  // one token at 0.5, the rest 0.5 spread thin
+  far[0][7] = std::log(0.5);
+  auto tied = torch::randint(0, 4, {32, V}).to(torch::kFloat);  // four logit values: ties everywhere
+  for (const auto& logits : {peaked, flat, far, tied})
+    for (double temperature : {0.5, 1.0})
+      for (double top_p : {0.5, 0.9, 0.95, 0.999}) {
+        const SamplingOptions opt{temperature, 0, top_p};
+        const std::string what = "temperature " + std::to_string(temperature) + " top_p " + std::to_string(top_p);
+        auto fast = sampling_probs(logits, opt);
+        auto full = full_sort_nucleus(sampling_probs(logits, {temperature, 0, 1.0}), top_p);
+        EXPECT_TRUE(torch::equal(fast, full)) << what;
+        if (top_p <= 0.95)
+          EXPECT_TRUE(torch::allclose(fast, sampling_probs(logits.to(torch::kDouble), opt), 1e-6, 1e-6)) << what;
+      }
+  // The far row at temperature 1: its first threshold (0.5 / 256) holds the
+  // large token alone, and the nucleus of 0.75 needs about 512 small ones.
+  auto kept = (sampling_probs(far, {1.0, 0, 0.75}) > 0).sum().item<int64_t>();
+  EXPECT_GT(kept, 480);
+  EXPECT_LT(kept, 540);
+}
+
+// Draws through the fast rows follow the nucleus the reference computes: a
+// chi-squared test of 20,000 draws from one peaked row at temperature 0.5 and
+// top_p 0.95 (tokens expected fewer than 5 times pooled into one cell), at
+// the 0.001 level; no draw falls outside the nucleus.
+TEST(Sampling, NucleusDrawsPassAChiSquaredTestAgainstTheReference) {
+  torch::manual_seed(9);
+  const int64_t V = 1024, N = 20000;
+  auto row = torch::randn({1, V}) * 2;  // at temperature 0.5 a nucleus of a few dozen tokens
+  const SamplingOptions opt{0.5, 0, 0.95};
+  auto expected = sampling_probs(row.to(torch::kDouble), opt)[0].to(torch::kDouble) * N;  // [V]
+  auto gen = make_generator(21);
+  auto drawn = sample_next(row.expand({N, V}).contiguous(), opt, gen);
+  auto counts = torch::bincount(drawn, {}, V).to(torch::kDouble);
+  double chi2 = 0, pooled_expected = 0, pooled_seen = 0;
+  int cells = 0;
+  for (int64_t j = 0; j < V; ++j) {
+    const double e = expected[j].item<double>(), o = counts[j].item<double>();
+    if (e == 0) {
+      EXPECT_EQ(o, 0) << "token " << j << " lies outside the nucleus";
+      continue;
+    }
+    if (e < 5) {
+      pooled_expected += e;
+      pooled_seen += o;
+      continue;
+    }
+    chi2 += (o - e) * (o - e) / e;
+    ++cells;
+  }
+  if (pooled_expected > 0) {
+    chi2 += (pooled_seen - pooled_expected) * (pooled_seen - pooled_expected) / pooled_expected;
+    ++cells;
+  }
+  ASSERT_GE(cells, 5) << "the row's nucleus is too small to test";
+  const double critical = boost::math::quantile(boost::math::chi_squared(cells - 1), 0.999);
+  EXPECT_LT(chi2, critical) << cells << " cells";
 }
 
 TEST(BatchSampler, DataOrderIsAFunctionOfSeedAndStep) {

@@ -166,6 +166,7 @@ CLAIMS = {
     "competence": [float("nan")] * 3 + [0.3] + [float("nan")] * 2,
     "commits": [1] * 6,
     "commit_list": ["1e2cdd7"] * 6,
+    "revised": ["", "", "", "", "", "2026-12-06"],
     "size": ["4x128"] * 6,
     "params": [936192.0] * 6,
 }
@@ -178,7 +179,7 @@ KNOWN_H2O = {"id": "S000-kv@h2o", "source": "seed 000 §3.2", "claim": "KV -58%"
              "p_refute": 0.0001, "verdict_holm": "", "seeds_needed": 0, "known_method": "h2o", "projection": "",
              "of_claim": "S000-kv", "by_construction": "oet keeps the cache", "operating_point": "",
              "requires": "", "competence": float("nan"), "commits": 1, "commit_list": "1e2cdd7",
-             "size": "4x128", "params": 936192.0}
+             "revised": "", "size": "4x128", "params": 936192.0}
 SEEDS = {"S000-throughput": [0.30, 0.40, 0.45], "S000-kv": [0.0, 0.0, 0.0], "S000-lookup": [220.0, 228.0, 236.0],
          "S000-share": [0.0175], "S002-quality": [0.20, 0.26, 0.32]}
 

@@ -78,7 +78,9 @@ def test_small_n_columns_calibration_and_plan(zl, tmpdir_zl):
     mine = seeds[seeds["id"] == b"S000-throughput"]
     np.testing.assert_allclose(sorted(mine["value"]), [0.30, 0.40, 0.45], atol=1e-12)
     # --family none drops the Holm column; a bad choice is named.
-    assert "Holm" not in zl("claims", path, "--family", "none", "--no-write").stdout.splitlines()[0]
+    header = next(line for line in zl("claims", path, "--family", "none", "--no-write").stdout.splitlines()
+                  if line.startswith("claim "))
+    assert "verdict" in header and "Holm" not in header, header
     proc = zl("claims", path, "--method", "wald", "--no-write", check=False)
     assert proc.returncode != 0 and "wald" in proc.stderr and "percentile" in proc.stderr
 
@@ -108,7 +110,7 @@ def test_the_readme_table_script_prints_every_claim_and_sets_apart_the_ones_by_c
     claims = load_claims(path)
     apart = out.index("By construction")
     for _, row in claims.iterrows():
-        at = out.index(f"| {row['id']} |")
+        at = out.index(f"| {row['id']} ")  # a revised row reads "| ID (revised DATE) |"
         assert (at > apart) == bool(row["by_construction"]), row["id"]
     assert "S000-kv" in out[apart:] and "S002-throughput" in out[:apart]
 
@@ -171,3 +173,52 @@ def test_two_results_files_of_a_study_are_compared_row_by_row(zl, tmpdir_zl):
     assert quality.rstrip().endswith("|  |"), quality  # the same runs' quality: nothing moved
     both = len(load_claims(files["after"]))
     assert f"of the {both} rows in both files keep both verdicts." in out
+
+
+def fnv_hex(text):
+    """sim/config.h hash_hex: FNV-1a 64 of the bytes, first 12 hex digits."""
+    h = 1469598103934665603
+    for byte in text.encode():
+        h = ((h ^ byte) * 1099511628211) % (1 << 64)
+    return f"{h:016x}"[:12]
+
+
+def test_the_table_keeps_its_registrys_hash_and_marks_revised_readings(zl, tmpdir_zl):
+    """Pre-registration (docs/claims.md#pre-registration): the registry's content hash is stored with /claims and
+    shown, and a row whose reading changed after its data carries the dates."""
+    path = os.path.join(tmpdir_zl, "hashed.h5")
+    write_results(path, [(f"{v}{s}", v, s, (137.0 if v == "oet" else 100.0) * s, 0.3)
+                         for s in (1, 2, 3) for v in ("sfcl", "oet")])
+    out = zl("claims", path).stdout
+    with open(os.path.join(ROOT, "ablations", "claims.registry"), encoding="utf-8") as f:
+        digest = fnv_hex(f.read())
+    assert f"registry ablations/claims.registry, content hash {digest}" in out
+    with h5py.File(path, "r") as f:
+        attrs = f["claims"].attrs
+        assert attrs["registry_hash"] in (digest, digest.encode()) and "claims.registry" in str(attrs["registry"])
+    claims = load_claims(path).set_index("id")
+    assert claims.loc["S002-monitor/drift", "revised"] == "2026-12-06"
+    assert claims.loc["S000-throughput", "revised"] == ""
+    table = subprocess.run([sys.executable, os.path.join(ROOT, "python", "claims_table.py"), path, "--short"],
+                           capture_output=True, text=True, check=True).stdout
+    assert f"content hash {digest}" in table
+    assert "| S002-monitor/drift (revised 2026-12-06) |" in table
+
+
+def test_replicate_reads_two_files_row_by_row(zl, tmpdir_zl):
+    """`zerolayer claims A --replicate B`: the one row whose verdict differs is named, with the summary."""
+    files = []
+    for name, gain in (("a", 1.37), ("b", 1.0)):
+        path = os.path.join(tmpdir_zl, f"rep_{name}.h5")
+        write_results(path, [(f"{v}{s}", v, s, (gain * 100.0 if v == "oet" else 100.0) * s, 0.3)
+                             for s in (1, 2, 3) for v in ("sfcl", "oet")])
+        files.append(path)
+    out = zl("claims", files[0], "--replicate", files[1], "--no-write").stdout
+    section = out.split("Replication:", 1)[1]  # after A's own table
+    line = next(l for l in section.splitlines() if l.startswith("S000-throughput "))
+    assert "supported" in line and "refuted" in line and line.rstrip().endswith("differ"), line
+    summary = section.strip().splitlines()[-1]
+    assert " differ" in summary and "agree" in summary and summary.split()[1] == "rows:", summary
+    missing = subprocess.run([zerolayer_bin(), "claims", files[0], "--replicate", os.path.join(tmpdir_zl, "nope.h5")],
+                             capture_output=True, text=True)
+    assert missing.returncode != 0 and "--replicate" in missing.stderr and "nope.h5" in missing.stderr
