@@ -32,8 +32,13 @@ struct ReplicatedRow {
 // The decision a row's table states: its Holm verdict where it has one.
 std::string decision(const ClaimResult& r);
 
-// Row by row, in A's order, then B's rows A lacks.
+// Row by row, in A's order, then B's rows A lacks. The rows point into `a`
+// and `b`, which must outlive them.
 std::vector<ReplicatedRow> replicate(const std::vector<SizedClaims>& a, const std::vector<SizedClaims>& b);
+// Temporaries would leave the rows pointing at nothing.
+std::vector<ReplicatedRow> replicate(std::vector<SizedClaims>&& a, const std::vector<SizedClaims>& b) = delete;
+std::vector<ReplicatedRow> replicate(const std::vector<SizedClaims>& a, std::vector<SizedClaims>&& b) = delete;
+std::vector<ReplicatedRow> replicate(std::vector<SizedClaims>&& a, std::vector<SizedClaims>&& b) = delete;
 
 // Per row both values, intervals and verdicts, overlap, agreement and the
 // reading; then the summary line (counts of each reading).

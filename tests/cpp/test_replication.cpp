@@ -66,8 +66,9 @@ TEST(Replication, ARowInOneFileOnlyIsNamed) {
   const auto specs = three_claims();
   auto one_claim = specs;
   one_claim.resize(1);
-  const auto rows = replicate(evaluate_claims_by_size(specs, input(0.4, 0.4, 0.4)),
-                              evaluate_claims_by_size(one_claim, input(0.4, 0.4, 0.4)));
+  const auto a = evaluate_claims_by_size(specs, input(0.4, 0.4, 0.4));
+  const auto b = evaluate_claims_by_size(one_claim, input(0.4, 0.4, 0.4));
+  const auto rows = replicate(a, b);  // rows point into a and b
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[1].reading, "one file only");
   EXPECT_EQ(rows[1].b, nullptr);
@@ -106,8 +107,9 @@ TEST(Replication, TwoResultsFilesThatDifferInOneVerdict) {
   };
   const std::string a = write("a", 0.37), b = write("b", 0.0);  // S000-throughput claims +37%
   const auto specs = load_registry(std::string(ZL_SOURCE_DIR) + "/ablations/claims.registry");
-  const auto rows = replicate(evaluate_claims_by_size(specs, load_claims_input(a)),
-                              evaluate_claims_by_size(specs, load_claims_input(b)));
+  const auto judged_a = evaluate_claims_by_size(specs, load_claims_input(a));
+  const auto judged_b = evaluate_claims_by_size(specs, load_claims_input(b));
+  const auto rows = replicate(judged_a, judged_b);
   int moved = 0;
   for (const auto& r : rows) {
     ASSERT_TRUE(r.a && r.b) << r.id;
