@@ -26,10 +26,10 @@
 #include "sim/study_file.h"
 #include "tests/cpp/check_helpers.h"
 #include "tests/cpp/claim_runs.h"
+#include "tests/cpp/temp_dir.h"
 
 namespace {
 
-namespace fs = std::filesystem;
 using zl::ClaimRun;
 using zl::ClaimsInput;
 using zl::ClaimSpec;
@@ -914,29 +914,8 @@ TEST(Claims, ConfigIniParsesTopLevelAndSections) {
 }
 
 TEST(Claims, ResultsFileRoundTrip) {
-  const char* base = std::getenv("ZL_TEST_TMP");
-  fs::path root = base && *base ? fs::path(base) : fs::path("/tmp");
-  fs::create_directories(root);
-  std::string pattern = (root / "zl_claims_XXXXXX").string();
-  ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-  const fs::path dir = pattern;
-  zl::Provenance prov;
-  prov.git_commit = "test";
-  for (int s = 1; s <= 3; ++s)
-    for (const char* v : {"sfcl", "oet"}) {
-      zl::RunRecord r;
-      r.run_id = std::string(v) + std::to_string(s);
-      r.train_id = "t";
-      r.variant = v;
-      r.seed = s;
-      r.status = "complete";
-      r.config_ini = std::string("variant = ") + v + "\nseed = " + std::to_string(s) +
-                     "\n\n[decode]\ntop_p = 1\ntemperature = 0.8\n\n[sfcl]\nat_inference = true\n";
-      r.metrics["decode_tok_s"] = (std::string(v) == "oet" ? 137.0 : 100.0) + s;
-      zl::write_shard((dir / "runs" / (r.run_id + ".h5")).string(), prov, r);
-    }
-  const std::string results = (dir / "results.h5").string();
-  zl::merge_shards(dir.string(), results, prov);
+  TempDir dir("zl_claims");
+  const std::string results = zl::write_oet_and_sfcl_study(dir.path().string(), 137.0);
   auto specs = zl::load_registry(registry_path());
   auto table = zl::evaluate_claims(specs, zl::load_claims_input(results));
   // Every claim has a row; the known methods' rows have no runs here and are left out.
@@ -970,7 +949,6 @@ TEST(Claims, ResultsFileRoundTrip) {
   const auto& values = std::get<std::vector<double>>(*seeds.find("value"));
   EXPECT_NEAR(values[0], 138.0 / 101 - 1, 1e-12);
   EXPECT_EQ(std::get<std::vector<int64_t>>(*seeds.find("seed"))[2], 3);
-  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -1,20 +1,16 @@
 // sim/claims/replication.h: two results of one study, row by row.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <filesystem>
 #include <string>
 
 #include "sim/claims/claims.h"
 #include "sim/claims/replication.h"
 #include "sim/claims/scaling.h"
-#include "sim/results.h"
 #include "tests/cpp/claim_runs.h"
+#include "tests/cpp/temp_dir.h"
 
 namespace zl {
 namespace {
-
-namespace fs = std::filesystem;
 
 // Three relative claims of oet's speed against sfcl's, claimed 0.4 +- 0.1.
 std::vector<ClaimSpec> three_claims() {
@@ -78,34 +74,9 @@ TEST(Replication, ARowInOneFileOnlyIsNamed) {
 // Two small results files of the claims study that differ in one verdict,
 // read as `zerolayer claims A --replicate B` reads them.
 TEST(Replication, TwoResultsFilesThatDifferInOneVerdict) {
-  const char* base = std::getenv("ZL_TEST_TMP");
-  fs::path root = base && *base ? fs::path(base) : fs::path("/tmp");
-  fs::create_directories(root);
-  std::string pattern = (root / "zl_replicate_XXXXXX").string();
-  ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-  const fs::path dir = pattern;
-  Provenance prov;
-  prov.git_commit = "test";
-  auto write = [&](const std::string& name, double oet_speedup) {
-    const fs::path study = dir / name;
-    for (int s = 1; s <= 3; ++s)
-      for (const char* v : {"sfcl", "oet"}) {
-        RunRecord r;
-        r.run_id = std::string(v) + std::to_string(s);
-        r.train_id = "t";
-        r.variant = v;
-        r.seed = s;
-        r.status = "complete";
-        r.config_ini = std::string("variant = ") + v + "\nseed = " + std::to_string(s) +
-                       "\n\n[decode]\ntop_p = 1\ntemperature = 0.8\n\n[sfcl]\nat_inference = true\n";
-        r.metrics["decode_tok_s"] = (std::string(v) == "oet" ? 100 * (1 + oet_speedup) : 100.0) + s;
-        write_shard((study / "runs" / (r.run_id + ".h5")).string(), prov, r);
-      }
-    const std::string results = (study / "results.h5").string();
-    merge_shards(study.string(), results, prov);
-    return results;
-  };
-  const std::string a = write("a", 0.37), b = write("b", 0.0);  // S000-throughput claims +37%
+  TempDir dir("zl_replicate");
+  // S000-throughput claims +37%: oet at 137 + seed tokens/s against sfcl's 100 + seed, then at sfcl's speed.
+  const std::string a = write_oet_and_sfcl_study(dir / "a", 137.0), b = write_oet_and_sfcl_study(dir / "b", 100.0);
   const auto specs = load_registry(std::string(ZL_SOURCE_DIR) + "/ablations/claims.registry");
   const auto judged_a = evaluate_claims_by_size(specs, load_claims_input(a));
   const auto judged_b = evaluate_claims_by_size(specs, load_claims_input(b));
@@ -121,7 +92,6 @@ TEST(Replication, TwoResultsFilesThatDifferInOneVerdict) {
     EXPECT_EQ(r.b->verdict, "refuted");
   }
   EXPECT_EQ(moved, 1);
-  fs::remove_all(dir);
 }
 
 }  // namespace
