@@ -31,7 +31,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from zerolayer import load_claim_sensitivity, load_claims  # noqa: E402
+from zerolayer import load_claim_sensitivity, load_claims, load_claims_registry  # noqa: E402
 
 
 def number(v):
@@ -72,13 +72,10 @@ def claims_rows(claims, apart, short=False):
 def registry_line(path):
     """Which registry judged the table: its path and content hash, as `zerolayer claims` stored them
     (docs/claims.md#pre-registration); a row marked "(revised DATE)" changed its reading after its data."""
-    import h5py
-    with h5py.File(path, "r") as f:
-        attrs = f["claims"].attrs
-        got = {k: (v.decode() if isinstance(v, bytes) else str(v)) for k, v in attrs.items()}
-    if "registry_hash" not in got:
+    registry, digest = load_claims_registry(path)
+    if not digest:
         return "Judged before tables stored their registry's content hash."
-    return f"Judged by {got.get('registry', 'the registry')}, content hash {got['registry_hash']}."
+    return f"Judged by {registry or 'the registry'}, content hash {digest}."
 
 
 def compare_rows(old, new):

@@ -25,6 +25,7 @@ from .results import (  # noqa: E402
     load_claim_sensitivity,
     load_claim_trend,
     load_claims,
+    load_claims_registry,
     load_configs,
     load_curve,
     load_events,
@@ -65,6 +66,6 @@ def simulate(config, overrides=None):
 
 
 __all__ = list(_NATIVE) + ["serve_bench", "simulate"] + [
-    "bootstrap_ci", "check_results_file", "checkpoint_dir", "load_claim_seeds", "load_claim_sensitivity", "load_claim_trend", "load_claims", "load_configs",
+    "bootstrap_ci", "check_results_file", "checkpoint_dir", "load_claim_seeds", "load_claim_sensitivity", "load_claim_trend", "load_claims", "load_claims_registry", "load_configs",
     "load_curve", "load_events", "load_index", "load_serving", "load_table", "pareto_front", "settings", "summarize",
 ]

@@ -340,9 +340,7 @@ def claims_section(res):
 def registry_line(path, claims):
     """Which registry judged the table (its content hash, stored by `zerolayer claims`), and the rows whose
     reading changed after their data was seen (docs/claims.md#pre-registration)."""
-    with h5py.File(path, "r") as f:
-        attrs = f["claims"].attrs
-        registry, digest = (zr._text(attrs[k]) if k in attrs else "" for k in ("registry", "registry_hash"))
+    registry, digest = zr.load_claims_registry(path)
     head = (f"Judged by the registry {registry} (content hash {digest})." if digest
             else "Judged before the table stored its registry's content hash.")
     revised = claims[(claims["revised"] != "") & (claims["known_method"] == "") & (claims["projection"] == "")]

@@ -170,6 +170,15 @@ def load_claims(path, known_methods=False):
     return table[known if known_methods else ~known].reset_index(drop=True)
 
 
+def load_claims_registry(path):
+    """(registry, registry_hash): which registry judged the file's /claims, as `zerolayer claims` stored it
+    (docs/claims.md#pre-registration); ("", "") for a file judged before it stored them, or without /claims."""
+    with h5py.File(path, "r") as f:
+        node = f.get("claims")
+        attrs = node.attrs if isinstance(node, h5py.Dataset) else {}
+        return tuple(_text(attrs[k]) if k in attrs else "" for k in ("registry", "registry_hash"))
+
+
 def load_claim_seeds(path):
     """The /claims_seeds table written beside /claims: one row per claim and seed that gave
     a value (id, seed, value, and size, params: the model shape of the row); empty (with its
