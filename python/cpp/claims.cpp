@@ -44,9 +44,7 @@ py::dict row_of(const ClaimResult& r, const ModelSize& size) {
   d["known_method"] = r.spec->known_method;
   d["of_claim"] = r.spec->of_claim;
   d["by_construction"] = r.spec->by_construction;
-  std::string revised;
-  for (const auto& rev : r.spec->revisions) revised += (revised.empty() ? "" : ",") + rev.date;
-  d["revised"] = revised;
+  d["revised"] = revision_dates(*r.spec);
   d["operating_point"] = r.operating_point;
   d["per_seed"] = r.per_seed;
   d["size"] = size.label;

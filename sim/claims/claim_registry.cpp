@@ -266,6 +266,12 @@ std::vector<ClaimSpec> parse_registry(const std::string& text, const std::string
   return out;
 }
 
+std::string revision_dates(const ClaimSpec& s) {
+  std::string dates;
+  for (const auto& rev : s.revisions) dates += (dates.empty() ? "" : ",") + rev.date;
+  return dates;
+}
+
 std::string read_registry(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error("claims registry '" + path + "' cannot be read (give one with --registry PATH)");

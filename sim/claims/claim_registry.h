@@ -66,6 +66,10 @@ struct ClaimSpec {
 std::vector<ClaimSpec> parse_registry(const std::string& text, const std::string& file);
 std::vector<ClaimSpec> load_registry(const std::string& path);
 
+// The dates of a claim's revisions, oldest first, comma-separated ("" for none):
+// the /claims column `revised`.
+std::string revision_dates(const ClaimSpec& s);
+
 // The registry file's text (throws naming the path when it cannot be read).
 std::string read_registry(const std::string& path);
 

@@ -87,9 +87,7 @@ Table claims_table(const std::vector<ClaimResult>& results) {
     std::string list;
     for (const auto& c : r.commits) list += (list.empty() ? "" : ",") + c;
     commit_list.push_back(list);
-    std::string dates;
-    for (const auto& rev : s.revisions) dates += (dates.empty() ? "" : ",") + rev.date;
-    revised.push_back(dates);
+    revised.push_back(revision_dates(s));
   }
   Table t;
   t.add("id", id);
